@@ -1,0 +1,42 @@
+# The two commands of the README: `make run` and `make test`. Both set up .venv first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+REQS ?= requirements/cpu.txt
+STAMP := $(VENV)/.installed
+export PATH := $(abspath $(BIN)):$(PATH)
+
+.PHONY: setup install models run test lint lab clean
+
+$(STAMP): requirements/common.txt $(REQS) pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q -r $(REQS)
+ifeq ($(REQS),requirements/cpu.txt)
+	@# The CPU install pulls a CUDA-built torchvision that breaks transformers' imports; text models need none of these.
+	$(BIN)/python -m pip uninstall -q -y torchvision torchaudio torchcodec
+endif
+	$(BIN)/python -m pip install -q --no-deps -e .
+	touch $@
+
+install: $(STAMP)
+
+models: $(STAMP)
+	$(BIN)/python -m helpers.models
+
+setup: install models
+
+run: setup
+	$(BIN)/python scripts/run_notebooks.py --out build
+
+lint: $(STAMP)
+	$(BIN)/ruff check helpers scripts tests notebooks
+
+test: setup lint
+	SPECDEC_FAST=1 $(BIN)/python -m pytest tests notebooks --nbval-lax -v
+
+lab: setup
+	$(BIN)/python -m ipykernel install --user --name specdec-workshop --display-name "specdec-workshop (.venv)"
+	$(BIN)/jupyter lab notebooks
+
+clean:
+	rm -rf build data/models

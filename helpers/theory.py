@@ -1,0 +1,84 @@
+"""Speedup of speculative decoding in theory (Leviathan, Kalman & Matias 2023, "Fast Inference
+from Transformers via Speculative Decoding", ICML; arXiv:2211.17192).
+
+alpha: probability that one draft token is accepted (assumed independent per position).
+k: draft tokens proposed per step (vLLM's ``num_speculative_tokens``).
+c: cost ratio, the time of one draft step over the time of one target step.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def _check_alpha(alpha: float) -> None:
+    if not 0.0 <= alpha <= 1.0 or math.isnan(alpha):
+        raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+
+
+def _check_k(k: int) -> None:
+    if not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be an integer >= 1, got {k!r}")
+
+
+def _check_c(c: float) -> None:
+    if not c > 0 or math.isinf(c):
+        raise ValueError(f"c (draft step time / target step time) must be > 0, got {c}")
+
+
+def expected_tokens_per_step(alpha: float, k: int) -> float:
+    """E[tokens per target step] = (1 - alpha^(k+1)) / (1 - alpha); k + 1 at alpha = 1."""
+    _check_alpha(alpha)
+    _check_k(k)
+    if alpha == 1.0:
+        return float(k + 1)
+    return (1 - alpha ** (k + 1)) / (1 - alpha)
+
+
+def expected_speedup(alpha: float, k: int, c: float) -> float:
+    """Walltime improvement factor: tokens per step over the cost of a step, (k c + 1) target steps."""
+    _check_c(c)
+    return expected_tokens_per_step(alpha, k) / (k * c + 1)
+
+
+def optimal_k(alpha: float, c: float, k_max: int = 16) -> int:
+    """The k in 1..k_max with the largest expected speedup (the smallest such k on ties)."""
+    _check_k(k_max)
+    return max(range(1, k_max + 1), key=lambda k: (expected_speedup(alpha, k, c), -k))
+
+
+def acceptance_rate_from_alpha(alpha: float, k: int) -> float:
+    """vLLM's draft acceptance rate (accepted / proposed) implied by a per-token alpha.
+
+    A step accepts a prefix of the draft: E[accepted] = alpha (1 - alpha^k) / (1 - alpha),
+    out of k proposed.
+    """
+    return (expected_tokens_per_step(alpha, k) - 1) / k
+
+
+def alpha_from_acceptance_rate(rate: float, k: int, tol: float = 1e-12) -> float:
+    """Invert :func:`acceptance_rate_from_alpha` by bisection (it is increasing in alpha)."""
+    _check_k(k)
+    if not 0.0 <= rate <= 1.0:
+        raise ValueError(f"acceptance rate must be in [0, 1], got {rate}")
+    low, high = 0.0, 1.0
+    while high - low > tol:
+        mid = (low + high) / 2
+        if acceptance_rate_from_alpha(mid, k) < rate:
+            low = mid
+        else:
+            high = mid
+    return (low + high) / 2
+
+
+def alpha_from_mean_acceptance_length(length: float, k: int) -> float:
+    """Per-token alpha from vLLM's mean acceptance length (1 + accepted per step)."""
+    _check_k(k)
+    if not 1.0 <= length <= k + 1:
+        raise ValueError(f"mean acceptance length must be in [1, {k + 1}], got {length}")
+    return alpha_from_acceptance_rate((length - 1) / k, k)
+
+
+def break_even_c(alpha: float, k: int) -> float:
+    """The cost ratio at which speculation neither helps nor hurts (speedup = 1)."""
+    return (expected_tokens_per_step(alpha, k) - 1) / k

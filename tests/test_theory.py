@@ -1,0 +1,65 @@
+import pytest
+
+from helpers.theory import (
+    acceptance_rate_from_alpha,
+    alpha_from_acceptance_rate,
+    alpha_from_mean_acceptance_length,
+    break_even_c,
+    expected_speedup,
+    expected_tokens_per_step,
+    optimal_k,
+)
+
+
+@pytest.mark.parametrize("alpha, k, expected", [
+    (0.0, 4, 1.0),            # nothing accepted: the target's own token only
+    (1.0, 4, 5.0),            # everything accepted: k + 1
+    (0.5, 1, 1.5),            # 1 + 0.5
+    (0.5, 4, 1.9375),         # 1 + .5 + .25 + .125 + .0625
+    (0.8, 3, 2.952),          # 1 + .8 + .64 + .512
+])
+def test_expected_tokens_per_step_by_hand(alpha, k, expected):
+    assert expected_tokens_per_step(alpha, k) == pytest.approx(expected)
+
+
+def test_expected_speedup_by_hand():
+    # Leviathan et al. Fig./Table: alpha 0.8, k 3, c 0.05 -> 2.952 / 1.15
+    assert expected_speedup(0.8, 3, 0.05) == pytest.approx(2.952 / 1.15)
+    assert expected_speedup(0.0, 4, 0.25) == pytest.approx(0.5)  # all drafts wasted: 1 / 2
+    assert expected_speedup(1.0, 4, 0.25) == pytest.approx(2.5)
+
+
+def test_optimal_k():
+    assert optimal_k(0.0, 0.1) == 1            # nothing accepted: the smallest draft hurts least
+    assert optimal_k(0.8, 0.05) == max(range(1, 17), key=lambda k: expected_speedup(0.8, k, 0.05))
+    assert optimal_k(0.99, 0.001) == 16
+    assert optimal_k(0.6, 0.5) in (1, 2)
+
+
+def test_acceptance_rate_round_trip():
+    for alpha in (0.0, 0.3, 0.7, 0.95):
+        rate = acceptance_rate_from_alpha(alpha, 4)
+        assert alpha_from_acceptance_rate(rate, 4) == pytest.approx(alpha, abs=1e-9)
+    assert acceptance_rate_from_alpha(0.5, 4) == pytest.approx(0.9375 / 4)
+    assert alpha_from_mean_acceptance_length(1.9375, 4) == pytest.approx(0.5, abs=1e-9)
+
+
+def test_break_even():
+    c = break_even_c(0.6, 4)
+    assert expected_speedup(0.6, 4, c) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: expected_tokens_per_step(1.2, 4), "alpha"),
+    (lambda: expected_tokens_per_step(-0.1, 4), "alpha"),
+    (lambda: expected_tokens_per_step(float("nan"), 4), "alpha"),
+    (lambda: expected_tokens_per_step(0.5, 0), "k must"),
+    (lambda: expected_tokens_per_step(0.5, 2.5), "k must"),
+    (lambda: expected_speedup(0.5, 4, 0.0), "c "),
+    (lambda: expected_speedup(0.5, 4, -1.0), "c "),
+    (lambda: alpha_from_acceptance_rate(1.5, 4), "acceptance rate"),
+    (lambda: alpha_from_mean_acceptance_length(6.0, 4), "mean acceptance length"),
+])
+def test_invalid_inputs(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
