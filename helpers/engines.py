@@ -48,12 +48,6 @@ def _read_config(model: str) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
-def _param_size(config: dict[str, Any]) -> int:
-    from helpers.vram import model_memory
-
-    return model_memory(config)["params"]
-
-
 def validate(spec: EngineSpec) -> tuple[Profile, EngineSpec]:
     """Raise ``ValueError`` with a clear message for anything that would fail inside vLLM."""
     profile = get_profile(spec.profile)
@@ -70,32 +64,25 @@ def validate(spec: EngineSpec) -> tuple[Profile, EngineSpec]:
     spec = EngineSpec(spec.profile, spec.method, spec.k, draft if uses_draft else None,
                       spec.draft_sample_method, spec.max_model_len or profile.max_model_len)
     if profile.is_local:
-        target_config = _require_folder(profile.target, "target")
+        _require_folder(profile.target, "target")
         if uses_draft:
-            draft_config = _require_folder(profile.draft(draft), f"draft {draft!r}")
-            check_pair(target_config, draft_config)
+            _require_folder(profile.draft(draft), f"draft {draft!r}")
+            check_pair(profile.target, profile.draft(draft))
     return profile, spec
 
 
-def _require_folder(model: str, what: str) -> dict[str, Any]:
-    config = _read_config(model)
-    if config is None:
+def _require_folder(model: str, what: str) -> None:
+    if _read_config(model) is None:
         raise FileNotFoundError(f"{what} model folder {model} is missing or has no config.json; run `make models`")
-    return config
 
 
-def check_pair(target: dict[str, Any], draft: dict[str, Any]) -> None:
-    """The two conditions vLLM needs for draft-model speculation, with a reason for each."""
-    if target.get("vocab_size") != draft.get("vocab_size"):
-        raise ValueError(
-            f"draft vocabulary ({draft.get('vocab_size')}) differs from the target's ({target.get('vocab_size')}): "
-            "the draft must share the target's tokenizer"
-        )
-    if _param_size(draft) >= _param_size(target):
-        raise ValueError(
-            f"the draft ({_param_size(draft):,} parameters) is not smaller than the target "
-            f"({_param_size(target):,}): it would cost more than it saves"
-        )
+def check_pair(target: str | dict[str, Any], draft: str | dict[str, Any]) -> None:
+    """Raise for the first condition vLLM needs for draft-model speculation that the pair fails."""
+    from helpers.drafts import check_draft
+
+    for check in check_draft(target, draft):
+        if check.required and not check.ok:
+            raise ValueError(f"unusable draft: {check.name} fails: {check.reason}")
 
 
 def speculative_config(profile: Profile, spec: EngineSpec) -> dict[str, Any] | None:

@@ -21,7 +21,7 @@ class SpecCounters:
     accepted: int = 0
     per_position: tuple[int, ...] = field(default_factory=tuple)
 
-    def __sub__(self, before: "SpecCounters") -> "SpecCounters":
+    def __sub__(self, before: SpecCounters) -> SpecCounters:
         width = max(len(self.per_position), len(before.per_position))
         pad = lambda xs: tuple(xs) + (0,) * (width - len(xs))  # noqa: E731
         return SpecCounters(

@@ -169,3 +169,24 @@ def summarize(runs: pd.DataFrame, baseline_arm: str = "baseline") -> pd.DataFram
 
 def spec_dict(spec: EngineSpec) -> dict[str, Any]:
     return asdict(spec)
+
+
+def cost_ratio(profile: str, draft: str | None = None, prompt: str = "Write a story about a lighthouse.",
+               max_tokens: int = 64, repetitions: int = 3) -> dict[str, float]:
+    """c = draft step time / target step time, measured as the TPOT of each model served alone at batch 1.
+
+    Both run the same prompt with ``ignore_eos`` for exactly ``max_tokens`` tokens; medians over
+    ``repetitions`` interleaved runs (after one warm-up each).
+    """
+    target_spec = EngineSpec(profile, "baseline")
+    draft_spec = EngineSpec(profile, "draft_alone", draft=draft)
+    params = sampling_params(0.0, max_tokens, ignore_eos=True)
+    tpots: dict[str, list[float]] = {"target": [], "draft": []}
+    for rep in range(repetitions + 1):
+        for name, spec in (("target", target_spec), ("draft", draft_spec)):
+            timing = request_timing(run(spec, [prompt], params)["outputs"][0])
+            if rep:
+                tpots[name].append(timing["tpot_s"])
+    target_tpot, draft_tpot = float(np.median(tpots["target"])), float(np.median(tpots["draft"]))
+    return {"target_tpot_s": target_tpot, "draft_tpot_s": draft_tpot, "c": draft_tpot / target_tpot,
+            "repetitions": repetitions}

@@ -81,13 +81,21 @@ BRAINSTORMS = [
 ]
 
 
+JSON_ASKS = [
+    "Return only a JSON object describing a {entity} with the keys {keys}. Use: {example}.",
+    "Give me a JSON object for {example} (a {entity}) with the fields {keys}.",
+    "Output a single JSON record with the keys {keys} for this {entity}: {example}.",
+]
+
+
 def structured_prompts() -> list[str]:
     prompts = []
     for entity, fields in ENTITIES.items():
         keys = ", ".join(f'"{f}"' for f in fields)
         for example in EXAMPLES[entity]:
-            prompts.append(f"Return only a JSON object describing a {entity} with the keys {keys}. Use: {example}.")
+            prompts += [ask.format(entity=entity, keys=keys, example=example) for ask in JSON_ASKS]
         prompts.append(f"Return only a JSON array of two {entity} objects, each with the keys {keys}.")
+        prompts.append(f"Write a JSON schema for a {entity} with the properties {keys}.")
         prompts.append(f"Extract the fields {keys} into JSON from this text: a {entity} record, {EXAMPLES[entity][0]}.")
     for table, columns in TABLES.items():
         cols = ", ".join(columns)
@@ -96,8 +104,13 @@ def structured_prompts() -> list[str]:
             f"Write a SQL query that selects {columns[1]} and {columns[2]} from {table} ordered by {columns[3]}.",
             f"Write a SQL query that counts the rows in {table} grouped by {columns[2]}.",
             f"Write a SQL query that inserts a row into {table} with the columns {cols}.",
+            f"Write a SQL query that finds the five most recent rows of {table} by {columns[3]}.",
+            f"Write a SQL query that updates {columns[2]} in {table} for the row with id 3.",
+            f"Write a SQL query that joins {table} with another table on {columns[0]} and selects {columns[1]}.",
         ]
     prompts += [f"Write a Python function {spec}." for spec in FUNCTIONS]
+    prompts += [f"Write a Python function {spec}, with a docstring and type hints." for spec in FUNCTIONS]
+    prompts += [f"Write a JavaScript function {spec}." for spec in FUNCTIONS[:8]]
     prompts += [f"Write a Python class called {name} with a constructor and two useful methods." for name in CLASSES]
     return prompts
 
@@ -106,6 +119,8 @@ def creative_prompts() -> list[str]:
     prompts = [f"Write a short poem about {topic}." for topic in TOPICS]
     prompts += [f"Write the opening paragraph of a story about {who}." for who in CHARACTERS]
     prompts += [f"Brainstorm {what}." for what in BRAINSTORMS]
+    prompts += [f"Write a haiku about {topic}." for topic in TOPICS[:12]]
+    prompts += [f"Tell a very short story about {who} and {topic}." for who, topic in zip(CHARACTERS, TOPICS)]
     return prompts
 
 

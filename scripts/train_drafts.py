@@ -28,14 +28,15 @@ ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "build" / "train"
 COMPLETIONS = WORK / "completions.jsonl"
 SEED = 1234
-MAX_TOKENS = 256
+MAX_TOKENS = 192
 
 
 def generate() -> None:
+    from vllm import LLM, SamplingParams
+
     from helpers.engines import engine_kwargs
     from helpers.models import TARGET_DIR
     from helpers.training_prompts import training_prompts
-    from vllm import LLM, SamplingParams
 
     WORK.mkdir(parents=True, exist_ok=True)
     pairs = training_prompts(SEED)
@@ -56,9 +57,37 @@ def generate() -> None:
                 "category": category, "prompt": prompt, "temperature": temperature,
                 "prompt_token_ids": list(out.prompt_token_ids), "token_ids": list(out.outputs[0].token_ids),
             })
+    llm.llm_engine.engine_core.shutdown()
+    del llm
+    add_target_labels(rows)
     with open(COMPLETIONS, "w") as handle:
         for row in rows:
             handle.write(json.dumps(row) + "\n")
+
+
+def add_target_labels(rows: list[dict]) -> None:
+    """For sampled answers, the target's own greedy next token at each answer position.
+
+    A sampled token is not what the target would have picked; its argmax is (greedy rows
+    already are the target's argmax, token by token).
+    """
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from helpers.models import TARGET_DIR
+
+    target = AutoModelForCausalLM.from_pretrained(TARGET_DIR, dtype=torch.float32).eval()
+    start = time.perf_counter()
+    with torch.no_grad():
+        for row in rows:
+            if row["temperature"] == 0:
+                continue
+            ids = torch.tensor([row["prompt_token_ids"] + row["token_ids"]])
+            logits = target(input_ids=ids).logits[0]
+            n = len(row["prompt_token_ids"])
+            # position t predicts token t+1: labels for answer tokens 0..len-1
+            row["target_labels"] = logits[n - 1 : -1].argmax(-1).tolist()
+    print(f"target labels for sampled rows in {time.perf_counter() - start:.0f} s", flush=True)
 
 
 def load_rows() -> list[dict]:
@@ -107,21 +136,25 @@ def to_tensors(batch_rows: list[dict]):
     width = max(len(s) for s in seqs)
     ids = torch.zeros(len(seqs), width, dtype=torch.long)
     mask = torch.zeros(len(seqs), width, dtype=torch.long)
+    labels = torch.zeros(len(seqs), width, dtype=torch.long)
     loss_mask = torch.zeros(len(seqs), width, dtype=torch.bool)
     for i, (row, seq) in enumerate(zip(batch_rows, seqs)):
         ids[i, : len(seq)] = torch.tensor(seq)
         mask[i, : len(seq)] = 1
         # position t predicts token t + 1: learn the answer, starting with its first token
-        loss_mask[i, len(row["prompt_token_ids"]) - 1 : len(seq) - 1] = True
-    return ids, mask, loss_mask
+        n = len(row["prompt_token_ids"])
+        answer_labels = row.get("target_labels") or row["token_ids"]
+        labels[i, n - 1 : len(seq) - 1] = torch.tensor(answer_labels)
+        loss_mask[i, n - 1 : len(seq) - 1] = True
+    return ids, mask, labels, loss_mask
 
 
-def hidden_to_loss(model, ids, mask, loss_mask):
+def hidden_to_loss(model, ids, mask, labels, loss_mask):
     import torch.nn.functional as F
 
     hidden = model.model(input_ids=ids, attention_mask=mask).last_hidden_state
-    picked = hidden[:, :-1][loss_mask[:, :-1]]
-    labels = ids[:, 1:][loss_mask[:, :-1]]
+    picked = hidden[loss_mask]
+    labels = labels[loss_mask]
     logits = model.lm_head(picked)
     return F.cross_entropy(logits, labels), logits.argmax(-1) == labels
 
@@ -133,8 +166,7 @@ def agreement(model, rows: list[dict]) -> dict[str, float]:
     hits: dict[str, list[int]] = {}
     with torch.no_grad():
         for row in rows:
-            ids, mask, loss_mask = to_tensors([row])
-            _, correct = hidden_to_loss(model, ids, mask, loss_mask)
+            _, correct = hidden_to_loss(model, *to_tensors([row]))
             acc = hits.setdefault(row["category"], [0, 0])
             acc[0] += int(correct.sum())
             acc[1] += int(correct.numel())

@@ -1,0 +1,59 @@
+"""Widget factories for the notebooks. Sliders only select or compute from numbers already
+measured (instant); anything that runs an engine sits behind a button."""
+
+from __future__ import annotations
+
+import ipywidgets as widgets
+import numpy as np
+from matplotlib import pyplot as plt
+
+from helpers import theory
+
+
+class SpeedupExplorer:
+    """Sliders for alpha, k and c; the theoretical speedup curve, break-even line and measured points."""
+
+    def __init__(self, measured: list[dict] | None = None):
+        self.measured = measured or []
+        style = {"description_width": "initial"}
+        self.alpha = widgets.FloatSlider(0.6, min=0.0, max=0.99, step=0.01, description="alpha", style=style,
+                                         continuous_update=False)
+        self.k = widgets.IntSlider(4, min=1, max=12, description="k (draft tokens)", style=style,
+                                   continuous_update=False)
+        self.c = widgets.FloatLogSlider(0.1, base=10, min=-2.5, max=0.3, step=0.05, description="c (cost ratio)",
+                                        style=style, continuous_update=False)
+        self.text = widgets.HTML()
+        self.out = widgets.Output()
+        for control in (self.alpha, self.k, self.c):
+            control.observe(lambda _: self.update(), names="value")
+        self.widget = widgets.VBox([widgets.HBox([self.alpha, self.k, self.c]), self.text, self.out])
+        self.update()
+
+    @property
+    def speedup(self) -> float:
+        return theory.expected_speedup(self.alpha.value, self.k.value, self.c.value)
+
+    def update(self) -> None:
+        a, k, c = self.alpha.value, self.k.value, self.c.value
+        best = theory.optimal_k(a, c)
+        self.text.value = (f"expected tokens per step <b>{theory.expected_tokens_per_step(a, k):.2f}</b>, "
+                           f"speedup <b>{self.speedup:.2f}x</b>; best k for this alpha and c: <b>{best}</b> "
+                           f"({theory.expected_speedup(a, best, c):.2f}x); break-even c at this alpha and k: "
+                           f"{theory.break_even_c(a, k):.3f}")
+        with self.out:
+            self.out.clear_output(wait=True)
+            fig, ax = plt.subplots(figsize=(7, 3.8))
+            alphas = np.linspace(0, 0.99, 100)
+            ax.plot(alphas, [theory.expected_speedup(x, k, c) for x in alphas], label=f"theory, k={k}, c={c:.3f}")
+            ax.axhline(1.0, color="k", ls="--", lw=1, label="break-even")
+            ax.plot([a], [self.speedup], "o", color="C0")
+            for point in self.measured:
+                ax.plot(point["alpha"], point["speedup"], "s", label=point["label"])
+            ax.set(xlabel="alpha (per-token acceptance)", ylabel="speedup", ylim=(0, None))
+            ax.legend(fontsize=8)
+            plt.show()
+            plt.close(fig)
+
+
+def speedup_explorer(measured: list[dict] | None = None) -> SpeedupExplorer:
+    return SpeedupExplorer(measured)
