@@ -120,7 +120,8 @@ def assemble_draft(name: str, entry: dict, force: bool = False) -> Path:
     from safetensors.torch import load_file, save_file
 
     out = draft_dir(name)
-    if (out / "model.safetensors").exists() and not force:
+    stamp = out / "layers.sha256"  # which committed layers this folder was assembled from
+    if stamp.exists() and stamp.read_text().strip() == entry["sha256"] and not force:
         return out
     layers_file = DRAFTS_DIR / entry["file"]
     check_sha256(layers_file, entry["sha256"])
@@ -136,9 +137,11 @@ def assemble_draft(name: str, entry: dict, force: bool = False) -> Path:
     tmp.mkdir(parents=True)
     save_file({k: v.contiguous() for k, v in weights.items()}, tmp / "model.safetensors", metadata={"format": "pt"})
     (tmp / "config.json").write_text(json.dumps(config, indent=2))
-    for extra in ("generation_config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+    for extra in ("generation_config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+                  "chat_template.jinja"):
         if (TARGET_DIR / extra).exists():
             shutil.copy(TARGET_DIR / extra, tmp / extra)
+    (tmp / "layers.sha256").write_text(entry["sha256"] + "\n")
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
     return out

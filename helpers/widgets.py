@@ -57,3 +57,49 @@ class SpeedupExplorer:
 
 def speedup_explorer(measured: list[dict] | None = None) -> SpeedupExplorer:
     return SpeedupExplorer(measured)
+
+
+class ResultsBrowser:
+    """Sliders for k and temperature and a category dropdown select among precomputed results;
+    the "run live" button re-runs the selected point through ``run_live(category, k, temperature)``."""
+
+    def __init__(self, results, run_live=None):
+        self.results = results
+        style = {"description_width": "initial"}
+        ks = sorted(results["k"].unique())
+        temps = sorted(results["temperature"].unique())
+        self.category = widgets.Dropdown(options=sorted(results["category"].unique()), description="category")
+        self.k = widgets.SelectionSlider(options=ks, value=ks[0], description="k", style=style,
+                                         continuous_update=False)
+        self.temperature = widgets.SelectionSlider(options=temps, value=temps[0], description="temperature",
+                                                   style=style, continuous_update=False)
+        self.table = widgets.HTML()
+        self.button = widgets.Button(description="run live", icon="play", disabled=run_live is None)
+        self.live = widgets.Output()
+        self._run_live = run_live
+        for control in (self.category, self.k, self.temperature):
+            control.observe(lambda _: self.update(), names="value")
+        self.button.on_click(lambda _: self.run_live())
+        self.widget = widgets.VBox([widgets.HBox([self.category, self.k, self.temperature]), self.table,
+                                    self.button, self.live])
+        self.update()
+
+    def selected(self):
+        r = self.results
+        return r[(r["category"] == self.category.value) & (r["k"] == self.k.value)
+                 & (r["temperature"] == self.temperature.value)]
+
+    def update(self) -> None:
+        rows = self.selected()
+        if rows.empty:
+            self.table.value = "<i>not measured in this run</i>"
+            return
+        cols = ["arm", "speedup", "speedup_ci_low", "speedup_ci_high", "acceptance_rate", "mean_acceptance_length"]
+        self.table.value = rows[cols].to_html(index=False, float_format=lambda x: f"{x:.2f}")
+
+    def run_live(self) -> None:
+        if self._run_live is None:
+            return
+        with self.live:
+            self.live.clear_output()
+            print(self._run_live(self.category.value, self.k.value, self.temperature.value))

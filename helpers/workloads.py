@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 import random
+from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd

@@ -1,0 +1,37 @@
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest  # noqa: E402
+
+from helpers.theory import expected_speedup, optimal_k  # noqa: E402
+from helpers.widgets import speedup_explorer  # noqa: E402
+
+
+def test_sliders_drive_the_prediction():
+    explorer = speedup_explorer([{"alpha": 0.5, "speedup": 0.9, "label": "measured"}])
+    explorer.alpha.value, explorer.k.value, explorer.c.value = 0.8, 3, 0.05
+    assert explorer.speedup == pytest.approx(expected_speedup(0.8, 3, 0.05))
+    assert f"{explorer.speedup:.2f}x" in explorer.text.value
+    assert f"best k for this alpha and c: <b>{optimal_k(0.8, 0.05)}</b>" in explorer.text.value
+    explorer.alpha.value = 0.0
+    assert explorer.speedup < 1
+    assert all(not s.continuous_update for s in (explorer.alpha, explorer.k, explorer.c))
+
+
+def test_results_browser_selects_precomputed_rows_and_runs_live():
+    import pandas as pd
+
+    from helpers.widgets import ResultsBrowser
+
+    results = pd.DataFrame([
+        {"category": c, "k": k, "temperature": t, "arm": f"draft k={k}", "speedup": k * 0.1 + t,
+         "speedup_ci_low": 0.0, "speedup_ci_high": 2.0, "acceptance_rate": 0.5, "mean_acceptance_length": 2.0}
+        for c in ("creative", "structured") for k in (2, 4) for t in (0.0, 1.0)])
+    calls = []
+    browser = ResultsBrowser(results, run_live=lambda c, k, t: calls.append((c, k, t)) or "live text")
+    browser.category.value, browser.k.value, browser.temperature.value = "structured", 4, 1.0
+    assert "1.40" in browser.table.value and len(browser.selected()) == 1
+    browser.button.click()
+    assert calls == [("structured", 4, 1.0)]
+    assert not browser.k.continuous_update
