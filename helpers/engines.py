@@ -39,9 +39,17 @@ class EngineSpec:
             return "baseline"
         if self.method == "ngram":
             return f"ngram k={self.k}"
+        draft = self.draft or _default_draft(self.profile)
         if self.method == "draft_alone":
-            return f"draft {self.draft} alone"
-        return f"draft {self.draft} k={self.k}"
+            return f"draft {draft} alone"
+        return f"draft {draft} k={self.k}"
+
+
+def _default_draft(profile: str) -> str:
+    try:
+        return get_profile(profile).default_draft
+    except ValueError:
+        return "default"
 
 
 def _read_config(model: str) -> dict[str, Any] | None:

@@ -54,6 +54,7 @@ class SpecCounters:
             "acceptance_rate": self.acceptance_rate,
             "mean_acceptance_length": self.mean_acceptance_length,
             "position_acceptance": self.position_acceptance,
+            "accepted_per_position": list(self.per_position),
         }
 
 

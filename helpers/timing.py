@@ -118,7 +118,8 @@ def paired_runs(
                     "temperature": temperature, "repetitions": repetitions, "batch": len(prompts) if batch else 1,
                     **request_timing(output), "run_wall_s": result["wall_s"],
                     "run_drafts": counters["drafts"], "run_draft_tokens": counters["draft_tokens"],
-                    "run_accepted": counters["accepted_tokens"], "text": output.outputs[0].text,
+                    "run_accepted": counters["accepted_tokens"], "run_per_position": counters["accepted_per_position"],
+                    "text": output.outputs[0].text,
                 })
     return pd.DataFrame(rows)
 
@@ -149,6 +150,8 @@ def summarize(runs: pd.DataFrame, baseline_arm: str = "baseline") -> pd.DataFram
         low, high = bootstrap_ci(paired.values)
         per_run = group.drop_duplicates("repetition")
         drafts, draft_tokens, accepted = (per_run[c].sum() for c in ("run_drafts", "run_draft_tokens", "run_accepted"))
+        positions = [p for p in per_run["run_per_position"] if len(p)] if "run_per_position" in per_run else []
+        per_position = np.sum(positions, axis=0) / drafts if positions and drafts else []
         first = group.iloc[0]
         out.append({
             **{c: first[c] for c in ("hardware", "profile", "target", "draft", "method", "k", "temperature",
@@ -159,6 +162,7 @@ def summarize(runs: pd.DataFrame, baseline_arm: str = "baseline") -> pd.DataFram
             "ttft_ms": 1000 * group["ttft_s"].median(),
             "acceptance_rate": accepted / draft_tokens if draft_tokens else float("nan"),
             "mean_acceptance_length": 1 + accepted / drafts if drafts else float("nan"),
+            "position_acceptance": [round(float(x), 4) for x in per_position],
             "speedup": float(np.median(paired.values)),
             "speedup_ci_low": low,
             "speedup_ci_high": high,

@@ -54,11 +54,11 @@ def _rows(arm, seconds, reps=2, prompts=3, **extra):
              "temperature": 0.0, "repetitions": reps, "batch": 1, "arm": arm, "repetition": r,
              "prompt_index": i, "output_tokens": 10, "e2e_s": seconds, "tpot_s": seconds / 10, "ttft_s": 0.01,
              "run_drafts": extra.get("drafts", 0), "run_draft_tokens": extra.get("tokens", 0),
-             "run_accepted": extra.get("accepted", 0)} for r in range(reps) for i in range(prompts)]
+             "run_accepted": extra.get("accepted", 0), "run_per_position": extra.get("per_pos", [])} for r in range(reps) for i in range(prompts)]
 
 
 def test_summarize_speedup_and_acceptance():
-    runs = pd.DataFrame(_rows("baseline", 2.0) + _rows("spec", 1.0, drafts=4, tokens=16, accepted=8))
+    runs = pd.DataFrame(_rows("baseline", 2.0) + _rows("spec", 1.0, drafts=4, tokens=16, accepted=8, per_pos=[4, 2, 1, 1]))
     s = summarize(runs).set_index("arm")
     assert s.loc["baseline", "speedup"] == 1.0
     assert s.loc["spec", "speedup"] == 2.0
@@ -68,3 +68,5 @@ def test_summarize_speedup_and_acceptance():
     assert s.loc["spec", "mean_acceptance_length"] == 3.0
     assert s.loc["spec", "tok_per_s"] == 10.0
     assert s.loc["spec", "pairs"] == 6
+    assert s.loc["spec", "position_acceptance"] == [1.0, 0.5, 0.25, 0.25]  # (2 runs x [4, 2, 1, 1]) / 8 drafts
+    assert s.loc["baseline", "position_acceptance"] == []
