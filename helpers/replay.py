@@ -95,19 +95,7 @@ def replay_greedy(target, draft, prompt_ids: list[int], max_new_tokens: int, k: 
     return Replay(first, steps, output)
 
 
-def step_table(replay: Replay, decode) -> list[dict]:
-    """Rows of (step, position, token text, kind) with kind in accepted / rejected / target."""
-    rows = []
-    for number, step in enumerate(replay.steps):
-        for position, token in enumerate(step.proposed):
-            kind = "accepted" if position < step.accepted else ("rejected" if position == step.accepted else "unused")
-            rows.append({"step": number, "position": position, "token": decode([token]), "kind": kind})
-        rows.append({"step": number, "position": step.accepted, "token": decode([step.target_token]),
-                     "kind": "target"})
-    return rows
-
-
-COLOURS = {"accepted": "#b7e4c7", "rejected": "#f4a3a3", "unused": "#e9ecef", "target": "#a9c7f5"}
+COLOURS = {"accepted": "#b7e4c7", "rejected": "#f4a3a3", "target": "#a9c7f5"}
 
 
 def step_html(replay: Replay, decode, max_steps: int = 40) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -169,10 +168,6 @@ def summarize(runs: pd.DataFrame, baseline_arm: str = "baseline") -> pd.DataFram
             "pairs": int(paired.notna().sum()),
         })
     return pd.DataFrame(out)
-
-
-def spec_dict(spec: EngineSpec) -> dict[str, Any]:
-    return asdict(spec)
 
 
 def cost_ratio(profile: str, draft: str | None = None, prompt: str = "Write a story about a lighthouse.",
