@@ -12,7 +12,7 @@ import json
 import os
 import sys
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,8 @@ class EngineSpec:
     draft: str | None = None  # draft candidate name within the profile; None = its default
     draft_sample_method: str = "greedy"
     max_model_len: int | None = None
+    # vLLM's dynamic speculation: ((first batch size, last batch size, k), ...); k = 0 turns drafting off
+    k_per_batch_size: tuple[tuple[int, int, int], ...] | None = None
 
     def label(self) -> str:
         if self.method == "baseline":
@@ -42,6 +44,8 @@ class EngineSpec:
         draft = self.draft or _default_draft(self.profile)
         if self.method == "draft_alone":
             return f"draft {draft} alone"
+        if self.k_per_batch_size:
+            return f"draft {draft} k by batch size " + ", ".join(f"{a}-{b}:{k}" for a, b, k in self.k_per_batch_size)
         return f"draft {draft} k={self.k}"
 
 
@@ -70,8 +74,15 @@ def validate(spec: EngineSpec) -> tuple[Profile, EngineSpec]:
     uses_draft = spec.method in ("draft_model", "draft_alone")
     if uses_draft:
         profile.draft(draft)  # raises for an unknown candidate
-    spec = EngineSpec(spec.profile, spec.method, spec.k, draft if uses_draft else None,
-                      spec.draft_sample_method, spec.max_model_len or profile.max_model_len)
+    if spec.k_per_batch_size is not None:
+        if spec.method != "draft_model":
+            raise ValueError("k_per_batch_size (dynamic speculation) applies to method 'draft_model' only")
+        for first, last, k in spec.k_per_batch_size:
+            if not 1 <= first <= last or not 0 <= k <= spec.k:
+                raise ValueError(f"k_per_batch_size entry {(first, last, k)}: need 1 <= first <= last and "
+                                 f"0 <= k <= {spec.k} (the spec's k)")
+    spec = replace(spec, draft=draft if uses_draft else None,
+                               max_model_len=spec.max_model_len or profile.max_model_len)
     if profile.is_local:
         _require_folder(profile.target, "target")
         if uses_draft:
@@ -104,6 +115,8 @@ def speculative_config(profile: Profile, spec: EngineSpec) -> dict[str, Any] | N
         "model": profile.draft(spec.draft),
         "num_speculative_tokens": spec.k,
         "draft_sample_method": spec.draft_sample_method,
+        **({"num_speculative_tokens_per_batch_size": [list(e) for e in spec.k_per_batch_size]}
+           if spec.k_per_batch_size else {}),
     }
 
 
@@ -113,6 +126,9 @@ def engine_kwargs(profile: Profile | None = None, max_model_len: int | None = No
         "dtype": profile.dtype,
         "max_model_len": max_model_len or profile.max_model_len,
         "disable_log_stats": False,
+        # Off so every repetition pays its own prefill, as a new request would: with vLLM's default (on)
+        # a repeated prompt's TTFT fell from 1.52 s to 0.27 s here (1,020 tokens, cpu profile).
+        "enable_prefix_caching": False,
         "seed": 0,
         **profile.engine_options,
     }

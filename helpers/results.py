@@ -27,3 +27,13 @@ def save(frame: pd.DataFrame, name: str) -> Path:
 def load(name: str) -> pd.DataFrame | None:
     path = path_for(name)
     return pd.read_csv(path) if path.exists() else None
+
+
+def markdown(frame: pd.DataFrame) -> str:
+    """``frame`` as a Markdown table, floats to two decimals (for the README)."""
+    def cell(value) -> str:
+        return f"{value:.2f}" if isinstance(value, float) else str(value)
+
+    lines = ["| " + " | ".join(frame.columns) + " |", "|" + "---|" * len(frame.columns)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join(lines)

@@ -95,13 +95,15 @@ def paired_runs(
     warmup: int = 1,
     batch: bool = False,
     tags: dict[str, Any] | None = None,
+    ignore_eos: bool = False,
 ) -> pd.DataFrame:
     """Interleaved repetitions of each arm on the same prompts; the arms' order rotates each round.
 
-    One row per (repetition, arm, prompt). Warm-up rounds run but are not returned.
+    One row per (repetition, arm, prompt). Warm-up rounds run but are not returned. ``ignore_eos``
+    makes every request write exactly ``max_tokens`` tokens.
     """
     arms = [baseline, *speculative]
-    params = sampling_params(temperature, max_tokens)
+    params = sampling_params(temperature, max_tokens, ignore_eos=ignore_eos)
     rows = []
     for rep in range(warmup + repetitions):
         order = arms[rep % len(arms):] + arms[: rep % len(arms)]

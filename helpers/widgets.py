@@ -7,7 +7,7 @@ import ipywidgets as widgets
 import numpy as np
 from matplotlib import pyplot as plt
 
-from helpers import theory
+from helpers import checklist, theory
 
 
 class SpeedupExplorer:
@@ -103,3 +103,43 @@ class ResultsBrowser:
         with self.live:
             self.live.clear_output()
             print(self._run_live(self.category.value, self.k.value, self.temperature.value))
+
+
+class Checklist:
+    """The decision checklist: workload, temperature, prompt length, concurrency, card and model pair ->
+    :func:`helpers.checklist.recommend` on this kit's measurements, with a reason per answer."""
+
+    def __init__(self, data: checklist.Measurements, pairs: dict[str, tuple[object, object, str]]):
+        self.data, self.pairs = data, pairs
+        style = {"description_width": "initial"}
+        temps = sorted(data.grid["temperature"].unique())
+        self.workload = widgets.Dropdown(options=sorted(data.grid["category"].unique()), description="workload")
+        self.temperature = widgets.FloatSlider(temps[0], min=0.0, max=max(1.0, temps[-1]), step=0.1,
+                                               description="temperature", style=style, continuous_update=False)
+        self.prompt_tokens = widgets.IntSlider(256, min=16, max=8192, step=16, description="prompt tokens",
+                                               style=style, continuous_update=False)
+        self.concurrency = widgets.IntSlider(1, min=1, max=256, description="concurrent requests", style=style,
+                                             continuous_update=False)
+        self.gpu_gb = widgets.FloatSlider(96, min=8, max=192, step=8, description="GPU memory (GB)", style=style,
+                                          continuous_update=False)
+        self.pair = widgets.Dropdown(options=list(pairs), description="model pair", style=style)
+        self.result = widgets.HTML()
+        controls = (self.workload, self.temperature, self.prompt_tokens, self.concurrency, self.gpu_gb, self.pair)
+        for control in controls:
+            control.observe(lambda _: self.update(), names="value")
+        self.widget = widgets.VBox([widgets.HBox(controls[:3]), widgets.HBox(controls[3:]), self.result])
+        self.update()
+
+    def answers(self) -> checklist.Answers:
+        target, draft, dtype = self.pairs[self.pair.value]
+        return checklist.Answers(self.workload.value, self.temperature.value, self.prompt_tokens.value,
+                                 self.concurrency.value, self.gpu_gb.value, target, draft, dtype)
+
+    def update(self) -> None:
+        self.recommendation = checklist.recommend(self.answers(), self.data)
+        parts = [f"<h4>{self.recommendation['verdict']}</h4>"]
+        for option in self.recommendation["options"]:
+            items = "".join(f"<li>{reason}</li>" for reason in option["reasons"])
+            parts.append(f"<b>{option['method']}</b>: predicted {option['speedup']:.2f}x<ul>{items}</ul>")
+        parts.append(f"<i>{self.recommendation['caveat']}</i>")
+        self.result.value = "".join(parts)

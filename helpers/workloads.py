@@ -1,53 +1,36 @@
-"""The kit's prompt suite (``data/prompts/suite.jsonl``) and long-context prompts of a chosen length."""
+"""The kit's prompt suite (``data/prompts/suite.jsonl``) and long-context prompts of a chosen length.
+
+The long-context entries are written by ``scripts/make_long_context.py``."""
 
 from __future__ import annotations
 
 import json
-import random
 from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
 
 SUITE = Path(__file__).resolve().parent.parent / "data" / "prompts" / "suite.jsonl"
-CATEGORIES = ("structured", "creative")
+CATEGORIES = ("structured", "creative")  # the short-prompt categories
+LONG_CONTEXT = "long_context"
 
 
 def load_suite(path: Path = SUITE) -> pd.DataFrame:
     """One row per prompt: id, category, subcategory, prompt."""
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     frame = pd.DataFrame(rows)
-    unknown = set(frame["category"]) - set(CATEGORIES)
+    unknown = set(frame["category"]) - {*CATEGORIES, LONG_CONTEXT}
     if unknown:
         raise ValueError(f"{path.name}: unknown categories {sorted(unknown)}")
     return frame
 
 
 def prompts(category: str, n: int | None = None, path: Path = SUITE) -> list[str]:
-    if category not in CATEGORIES:
-        raise ValueError(f"unknown category {category!r}; choose one of {CATEGORIES}")
+    if category not in (*CATEGORIES, LONG_CONTEXT):
+        raise ValueError(f"unknown category {category!r}; choose one of {(*CATEGORIES, LONG_CONTEXT)}")
     frame = load_suite(path)
     chosen = frame[frame["category"] == category]["prompt"].tolist()
     return chosen[:n] if n else chosen
-
-
-SITES = ["north depot", "river plant", "east yard", "harbour office", "hill station", "west mill"]
-STATES = ["running normally", "stopped for repairs", "running at half speed", "waiting for parts", "idle"]
-
-
-def log_document(records: int, seed: int = 0) -> tuple[str, str, str]:
-    """A maintenance log of ``records`` entries, a question about one entry, and its answer."""
-    rng = random.Random(seed)
-    lines = []
-    for day in range(1, records + 1):
-        site, state = rng.choice(SITES), rng.choice(STATES)
-        temp = rng.randint(12, 38)
-        lines.append(f"Day {day}: the pump at the {site} was {state}; the temperature was {temp} degrees.")
-    pick = rng.randrange(records)
-    question_day = pick + 1
-    answer = lines[pick].split(" was ")[1].split(";")[0]
-    question = f"According to the log, how was the pump on day {question_day}? Answer in a few words."
-    return "\n".join(lines), question, answer
 
 
 def chat_token_ids(tokenizer, message: str) -> list[int]:
@@ -58,21 +41,33 @@ def chat_token_ids(tokenizer, message: str) -> list[int]:
     return list(ids)
 
 
-def long_context_prompt(tokenizer, prompt_tokens: int, seed: int = 0) -> tuple[str, int]:
-    """A log document + question whose chat prompt is close to (at most) ``prompt_tokens`` tokens.
+def long_context_entries(path: Path = SUITE) -> list[dict]:
+    """The suite's long-context entries (document, question, answer), in suite order."""
+    frame = load_suite(path)
+    return frame[frame["category"] == LONG_CONTEXT].to_dict("records")
 
+
+def long_context_prompt(tokenizer, prompt_tokens: int, entry: int = 0, path: Path = SUITE) -> tuple[str, int]:
+    """A long-context chat prompt of close to (at most) ``prompt_tokens`` tokens, like a RAG request.
+
+    Entry ``entry``'s document comes first, then the other entries' documents as further retrieved
+    context, cut at a line boundary; the entry's question closes the message. The question's answer
+    lies in the first two lines of its document, so every length that fits it keeps it answerable.
     Returns the user message and its exact token count under the chat template.
     """
-    def measure(records: int) -> tuple[str, int]:
-        document, question, _ = log_document(records, seed)
-        message = f"Here is a maintenance log.\n\n{document}\n\n{question}"
+    entries = long_context_entries(path)
+    first = entries[entry % len(entries)]
+    lines = [line for e in [first, *(e for e in entries if e is not first)] for line in e["document"].splitlines()]
+
+    def measure(n_lines: int) -> tuple[str, int]:
+        message = f"{first['intro']}\n\n" + "\n".join(lines[:n_lines]) + f"\n\n{first['question']}"
         return message, len(chat_token_ids(tokenizer, message))
 
-    if measure(1)[1] > prompt_tokens:
-        raise ValueError(f"{prompt_tokens} tokens is too short for a document and a question")
-    low, high = 1, 2
-    while measure(high)[1] <= prompt_tokens:
-        low, high = high, high * 2
+    if measure(2)[1] > prompt_tokens:
+        raise ValueError(f"{prompt_tokens} tokens is too short for two lines of a document and a question")
+    if measure(len(lines))[1] <= prompt_tokens:
+        raise ValueError(f"{prompt_tokens} tokens is longer than all long-context documents together")
+    low, high = 2, len(lines)  # measure(low) fits, measure(high) does not
     while high - low > 1:
         mid = (low + high) // 2
         low, high = (mid, high) if measure(mid)[1] <= prompt_tokens else (low, mid)

@@ -12,6 +12,7 @@ import pandas as pd
 
 from helpers.engines import EngineSpec, shutdown_engine
 from helpers.profiles import active_profile
+from helpers.results import markdown
 from helpers.timing import paired_runs, summarize
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -19,15 +20,6 @@ PROMPTS = {
     "JSON": 'Return only a JSON object with the keys "name", "price", "tags" and "in_stock" for a blue ceramic mug.',
     "creative": "Write a short poem about a fox crossing a frozen river.",
 }
-
-
-def markdown(frame: pd.DataFrame) -> str:
-    def cell(value) -> str:
-        return f"{value:.2f}" if isinstance(value, float) else str(value)
-
-    lines = ["| " + " | ".join(frame.columns) + " |", "|" + "---|" * len(frame.columns)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
-    return "\n".join(lines)
 
 
 def main() -> None:

@@ -37,6 +37,9 @@ def target_config(cpu_models):
     (EngineSpec("cpu", method="draft_model", k=17), "k .* 1..16"),
     (EngineSpec("cpu", method="draft_model", draft="99l"), "no draft '99l'"),
     (EngineSpec("cpu", method="draft_model", draft_sample_method="top-p"), "draft_sample_method"),
+    (EngineSpec("cpu", method="ngram", k_per_batch_size=((1, 4, 2),)), "'draft_model' only"),
+    (EngineSpec("cpu", method="draft_model", k=4, k_per_batch_size=((1, 4, 5),)), "0 <= k <= 4"),
+    (EngineSpec("cpu", method="draft_model", k_per_batch_size=((4, 2, 1),)), "first <= last"),
 ])
 def test_invalid_spec_is_refused_before_any_engine(cpu_models, spec, message):
     with pytest.raises(ValueError, match=message):

@@ -1,0 +1,58 @@
+"""The sweep summaries' maths on hand-made rows, and the long-context prompts on the real tokenizer."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from helpers.sweeps import crossover, throughput_summary
+from helpers.workloads import LONG_CONTEXT, chat_token_ids, load_suite, long_context_entries, long_context_prompt
+
+META = {"hardware": "test", "profile": "cpu", "target": "t", "draft": "d", "k": 4, "temperature": 0.0,
+        "repetitions": 2}
+
+
+def batch_rows(n, arm, walls, tokens_each=10, accepted=0, drafts=0):
+    method = "baseline" if arm == "baseline" else "draft_model"
+    return [{**META, "method": method, "arm": arm, "concurrency": n, "repetition": rep, "prompt_index": i,
+             "output_tokens": tokens_each, "run_wall_s": wall, "tpot_s": 0.01, "run_drafts": drafts,
+             "run_draft_tokens": 4 * drafts, "run_accepted": accepted}
+            for rep, wall in enumerate(walls) for i in range(n)]
+
+
+def test_throughput_summary_pairs_repetitions_and_counts_the_whole_batch():
+    runs = pd.DataFrame(batch_rows(4, "baseline", [2.0, 4.0]) + batch_rows(4, "spec", [1.0, 4.0], accepted=6, drafts=4))
+    summary = throughput_summary(runs).set_index("arm")
+    assert summary.loc["baseline", "tok_per_s"] == pytest.approx((20 + 10) / 2)  # median of 40/2 and 40/4
+    assert summary.loc["spec", "speedup"] == pytest.approx((2.0 + 1.0) / 2)  # ratios 2.0 and 1.0 per repetition
+    assert summary.loc["spec", "acceptance_rate"] == pytest.approx(12 / 32)
+    assert summary.loc["spec", "mean_acceptance_length"] == pytest.approx(1 + 12 / 8)
+    assert summary.loc["spec", "speedup_ci_low"] <= summary.loc["spec", "speedup"] <= summary.loc["spec", "speedup_ci_high"]
+
+
+def test_crossover_is_the_first_concurrency_that_loses():
+    summary = pd.DataFrame({"arm": ["a"] * 4 + ["b"] * 2, "concurrency": [1, 2, 4, 8, 1, 8],
+                            "speedup": [1.4, 1.1, 0.9, 0.7, 1.2, 1.01]})
+    assert crossover(summary, "a") == 4
+    assert crossover(summary, "b") is None
+
+
+def test_suite_has_eight_prompts_per_category():
+    counts = load_suite()["category"].value_counts()
+    assert counts.min() >= 8 and set(counts.index) == {"structured", "creative", LONG_CONTEXT}
+
+
+def test_long_context_prompt_fits_the_length_and_keeps_the_answer(cpu_models):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(cpu_models)
+    entries = long_context_entries()
+    for length in (128, 700, 2000):
+        message, n = long_context_prompt(tokenizer, length, entry=1)
+        assert length - 60 <= n <= length  # cut at a line boundary: at most one line short
+        assert n == len(chat_token_ids(tokenizer, message))
+        assert message.endswith(entries[1]["question"])
+        answer_line = json.loads(entries[1]["answer"])["day"]
+        assert entries[1]["document"].splitlines()[answer_line - 1] in message
+    with pytest.raises(ValueError, match="too short"):
+        long_context_prompt(tokenizer, 40)
