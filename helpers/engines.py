@@ -81,8 +81,7 @@ def validate(spec: EngineSpec) -> tuple[Profile, EngineSpec]:
             if not 1 <= first <= last or not 0 <= k <= spec.k:
                 raise ValueError(f"k_per_batch_size entry {(first, last, k)}: need 1 <= first <= last and "
                                  f"0 <= k <= {spec.k} (the spec's k)")
-    spec = replace(spec, draft=draft if uses_draft else None,
-                               max_model_len=spec.max_model_len or profile.max_model_len)
+    spec = replace(spec, draft=draft if uses_draft else None, max_model_len=spec.max_model_len or profile.max_model_len)
     if profile.is_local:
         _require_folder(profile.target, "target")
         if uses_draft:

@@ -41,9 +41,10 @@ def child(repetitions: int, max_tokens: int) -> None:
     cost = cost_ratio("cpu", max_tokens=max_tokens, repetitions=repetitions)
     threads = torch.get_num_threads()  # while the engines are live: vLLM lowers it for serving
     shutdown_engine()
-    runs = paired_runs(EngineSpec("cpu"), [EngineSpec("cpu", "draft_model")], [JSON_PROMPT], temperature=0.0,
-                       max_tokens=max_tokens, repetitions=repetitions)
-    spec = summarize(runs).set_index("arm").loc["draft 2l k=4"]
+    draft = EngineSpec("cpu", "draft_model")
+    runs = paired_runs(EngineSpec("cpu"), [draft], [JSON_PROMPT], temperature=0.0, max_tokens=max_tokens,
+                       repetitions=repetitions)
+    spec = summarize(runs).set_index("arm").loc[draft.label()]
     print("RESULT " + json.dumps({
         "torch_threads": threads, "target_tok_per_s": 1 / cost["target_tpot_s"],
         "target_tpot_ms": 1000 * cost["target_tpot_s"], "draft_tpot_ms": 1000 * cost["draft_tpot_s"],
