@@ -179,6 +179,9 @@ def get_engine(spec: EngineSpec):
         shutdown_engine(next(iter(_live)))
     from vllm import LLM
 
+    from helpers import cpu_expand_fix
+
+    cpu_expand_fix.register()  # also a vLLM general plugin; called here for a checkout not installed with -e
     _guard_kernel_rebind()
     model = profile.draft(spec.draft) if spec.method == "draft_alone" else profile.target
     llm = LLM(model=model, speculative_config=speculative_config(profile, spec),
@@ -193,7 +196,8 @@ def live_specs() -> list[EngineSpec]:
 
 def shutdown_engine(spec: EngineSpec | None = None) -> None:
     """Shut one engine down (``spec``), or all of them; its EngineCore process too, where there is one."""
-    specs = [spec] if spec is not None else list(_live)
+    # Keys of _live are validated specs (draft and max_model_len filled in): normalise the caller's spec the same way.
+    specs = [validate(spec)[1]] if spec is not None else list(_live)
     for key in specs:
         llm = _live.pop(key, None)
         if llm is None:

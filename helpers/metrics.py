@@ -1,7 +1,15 @@
-"""Speculation counters from ``llm.get_metrics()``, snapshotted and differenced.
+"""Speculation counters of one engine, snapshotted and differenced.
 
-vLLM's counters are cumulative for the engine's lifetime (and process-global), so a run's own
-numbers are the difference of a snapshot after it and one before it, on the same engine.
+vLLM's counters are cumulative for the engine's lifetime, so a run's own numbers are the difference of a
+snapshot after it and one before it, on the same engine.
+
+Why not ``llm.get_metrics()`` alone: it reads prometheus_client's process-global ``REGISTRY``, and every new
+engine's ``PrometheusStatLogger`` first unregisters all ``vllm:`` collectors there
+(``vllm.v1.metrics.loggers.PrometheusStatLogger.__init__`` calls ``unregister_vllm_metrics()``). With two
+engines alive in one process, ``get_metrics()`` on the older one returns the *newer* engine's counters, so a
+run on the older engine reads as 0 drafts (measured: a draft-model engine reused after an n-gram engine was
+built reported 0 drafts while its own logger counted 144). ``snapshot`` therefore reads the engine's own
+counters from its stat logger, and falls back to ``get_metrics()`` where that structure is absent.
 """
 
 from __future__ import annotations
@@ -73,5 +81,27 @@ def counters_from(metrics) -> SpecCounters:
     return SpecCounters(totals[DRAFTS], totals[DRAFT_TOKENS], totals[ACCEPTED], tuple(per_position))
 
 
+def own_counters(llm) -> SpecCounters | None:
+    """The engine's own counters, read from its ``PrometheusStatLogger``; None if vLLM has no such logger."""
+    manager = getattr(llm.llm_engine, "logger_manager", None)
+    for logger in getattr(manager, "stat_loggers", []):
+        prom = getattr(logger, "spec_decoding_prom", None)
+        if prom is None:
+            continue
+        if not prom.spec_decoding_enabled:
+            return SpecCounters()
+
+        def total(children) -> int:
+            return sum(int(child._value.get()) for child in children)
+
+        per_engine = list(prom.counter_spec_decode_num_accepted_tokens_per_pos.values())
+        per_position = tuple(total(column) for column in zip(*per_engine)) if per_engine else ()
+        return SpecCounters(total(prom.counter_spec_decode_num_drafts.values()),
+                            total(prom.counter_spec_decode_num_draft_tokens.values()),
+                            total(prom.counter_spec_decode_num_accepted_tokens.values()), per_position)
+    return None
+
+
 def snapshot(llm) -> SpecCounters:
-    return counters_from(llm.get_metrics())
+    own = own_counters(llm)
+    return own if own is not None else counters_from(llm.get_metrics())

@@ -29,8 +29,7 @@ def label(fig, models: str, repetitions: int | None = None, extra: str = "") -> 
     fig.tight_layout(rect=(0, 0.04, 1, 1))
 
 
-def save(fig, name: str) -> Path:
+def save(fig, name: str) -> None:
+    """Write ``fig`` to ``build/figures/<name>.png``; returns nothing, so a notebook cell ending with it prints no path."""
     FIGURES.mkdir(parents=True, exist_ok=True)
-    path = FIGURES / f"{name}.png"
-    fig.savefig(path, bbox_inches="tight")
-    return path
+    fig.savefig(FIGURES / f"{name}.png", bbox_inches="tight")

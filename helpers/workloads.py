@@ -26,10 +26,15 @@ def load_suite(path: Path = SUITE) -> pd.DataFrame:
 
 
 def prompts(category: str, n: int | None = None, path: Path = SUITE) -> list[str]:
+    """The first ``n`` prompts of ``category`` (all when ``n`` is None), spread across its subcategories."""
     if category not in (*CATEGORIES, LONG_CONTEXT):
         raise ValueError(f"unknown category {category!r}; choose one of {(*CATEGORIES, LONG_CONTEXT)}")
     frame = load_suite(path)
-    chosen = frame[frame["category"] == category]["prompt"].tolist()
+    chosen = frame[frame["category"] == category].copy()
+    # Round-robin over subcategories (suite order within each), so the first n prompts of "structured" are
+    # JSON, SQL, code and extraction, not n JSON prompts.
+    chosen["turn"] = chosen.groupby("subcategory", sort=False).cumcount()
+    chosen = chosen.sort_values("turn", kind="stable")["prompt"].tolist()
     return chosen[:n] if n else chosen
 
 

@@ -145,3 +145,20 @@ def test_multiprocess_engine_core_is_gone_after_shutdown(cpu_models):
 def test_engine_module_runs_in_process_by_default():
     assert os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
     assert engines.MAX_LIVE == 2
+
+
+def test_shutdown_by_the_callers_spec_stops_the_engine(cpu_models):
+    spec = EngineSpec("cpu")  # unvalidated, as notebooks write it
+    get_engine(spec)
+    shutdown_engine(spec)
+    assert live_specs() == []
+
+
+def test_counters_belong_to_the_engine_that_ran(cpu_models):
+    """vLLM's get_metrics() reads a process-global registry that the newest engine owns: an older live engine's
+    run must still report its own drafts (helpers.metrics reads each engine's own counters)."""
+    spec = EngineSpec("cpu", "draft_model", k=2)
+    run(spec, PROMPT, sampling_params(0.0, max_tokens=8))
+    get_engine(EngineSpec("cpu", "ngram", k=2))  # built later: now owns vLLM's registry
+    again = run(spec, PROMPT, sampling_params(0.0, max_tokens=8))["counters"]
+    assert again.drafts > 0 and again.draft_tokens == 2 * again.drafts
