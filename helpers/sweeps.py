@@ -9,11 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import cycle, islice
 
-import numpy as np
 import pandas as pd
 
 from helpers.engines import EngineSpec, get_engine
-from helpers.timing import bootstrap_ci, paired_runs, summarize
+from helpers.timing import paired_runs, speedup_interval, summarize
 from helpers.workloads import long_context_prompt, prompts
 
 GridPoint = tuple[str, float, str, int]  # category, temperature, method, k
@@ -77,7 +76,7 @@ def batch_sweep(profile: str, arms: Sequence[EngineSpec], sizes: Sequence[int], 
 
 def throughput_summary(runs: pd.DataFrame, baseline_arm: str = "baseline") -> pd.DataFrame:
     """Per (concurrency, arm) of one paired run: output tokens per second of the whole batch, median TPOT,
-    acceptance, and the throughput speedup over the baseline (median over repetitions, bootstrap 95% CI)."""
+    acceptance, and the throughput speedup over the baseline (``timing.speedup_interval`` over repetitions)."""
     per_run = (runs.groupby(["concurrency", "arm", "repetition"], sort=False)
                .agg(tokens=("output_tokens", "sum"), wall_s=("run_wall_s", "first"), tpot_s=("tpot_s", "median"),
                     drafts=("run_drafts", "first"), draft_tokens=("run_draft_tokens", "first"),
@@ -88,15 +87,15 @@ def throughput_summary(runs: pd.DataFrame, baseline_arm: str = "baseline") -> pd
     for (n, arm), group in per_run.groupby(["concurrency", "arm"], sort=False):
         base = per_run[(per_run["concurrency"] == n) & (per_run["arm"] == baseline_arm)].set_index("repetition")
         ratio = (group.set_index("repetition")["tok_per_s"] / base["tok_per_s"]).dropna()
-        low, high = bootstrap_ci(ratio.values)
+        interval = speedup_interval(ratio.values)  # one cluster: the repetitions of this batch
         drafts, draft_tokens, accepted = group["drafts"].sum(), group["draft_tokens"].sum(), group["accepted"].sum()
         rows.append({
             **{c: group.iloc[0][c] for c in META}, "concurrency": n, "arm": arm,
             "tok_per_s": float(group["tok_per_s"].median()), "tpot_ms": 1000 * float(group["tpot_s"].median()),
             "acceptance_rate": accepted / draft_tokens if draft_tokens else float("nan"),
             "mean_acceptance_length": 1 + accepted / drafts if drafts else float("nan"),
-            "speedup": float(np.median(ratio.values)) if len(ratio) else float("nan"),
-            "speedup_ci_low": low, "speedup_ci_high": high,
+            "speedup": interval["speedup"], "speedup_ci_low": interval["low"], "speedup_ci_high": interval["high"],
+            "interval": interval["interval"],
         })
     return pd.DataFrame(rows)
 

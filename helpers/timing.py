@@ -125,30 +125,66 @@ def paired_runs(
     return pd.DataFrame(rows)
 
 
-def bootstrap_ci(values: Sequence[float], statistic=np.median, n: int = 2000, level: float = 0.95,
-                 seed: int = 0) -> tuple[float, float]:
-    values = np.asarray([v for v in values if np.isfinite(v)], dtype=float)
-    if len(values) == 0:
-        return float("nan"), float("nan")
+MIN_PAIRS_FOR_CI = 5  # below this many paired measurements the kit reports their range, not a 95% CI
+MIN_PROMPTS_FOR_PROMPT_CI = 3  # from this many prompts on, the interval is over prompts (they vary more than runs)
+
+
+def speedup_interval(ratios: Sequence[float], prompts: Sequence | None = None, seed: int = 0) -> dict:
+    """Point estimate and interval of a speedup from paired ratios (baseline time / arm time), grouped by prompt.
+
+    Pairs of one prompt are not independent of each other (the prompt sets the acceptance), so:
+    - fewer than ``MIN_PAIRS_FOR_CI`` pairs: the median and the plain range, labelled as a range;
+    - ``MIN_PROMPTS_FOR_PROMPT_CI`` prompts or more: the geometric mean over prompts of each prompt's median,
+      with a t interval on the log speedups across prompts (the prompts are the sample);
+    - otherwise (1-2 prompts, enough repetitions): the same estimate, with a bootstrap that resamples
+      repetitions within each prompt: an interval for *these* prompts, labelled so.
+    """
+    frame = pd.DataFrame({"ratio": np.asarray(ratios, dtype=float),
+                          "prompt": list(prompts) if prompts is not None else 0})
+    frame = frame[np.isfinite(frame["ratio"]) & (frame["ratio"] > 0)]
+    n = len(frame)
+    if n == 0:
+        return {"speedup": float("nan"), "low": float("nan"), "high": float("nan"), "interval": "no pairs"}
+    if n < MIN_PAIRS_FOR_CI:
+        return {"speedup": float(frame["ratio"].median()), "low": float(frame["ratio"].min()),
+                "high": float(frame["ratio"].max()), "interval": f"range of {n} pairs (too few for a CI)"}
+    groups = [g.to_numpy() for _, g in frame.groupby("prompt")["ratio"]]
+    logs = np.log([np.median(g) for g in groups])
+    estimate = float(np.exp(logs.mean()))
+    if len(groups) >= MIN_PROMPTS_FOR_PROMPT_CI:
+        from scipy.stats import t
+
+        half = t.ppf(0.975, len(logs) - 1) * logs.std(ddof=1) / np.sqrt(len(logs))
+        return {"speedup": estimate, "low": float(np.exp(logs.mean() - half)),
+                "high": float(np.exp(logs.mean() + half)), "interval": f"95% CI over {len(logs)} prompts"}
     rng = np.random.default_rng(seed)
-    stats = [statistic(rng.choice(values, size=len(values), replace=True)) for _ in range(n)]
-    tail = (1 - level) / 2 * 100
-    return float(np.percentile(stats, tail)), float(np.percentile(stats, 100 - tail))
+    stats = [np.exp(np.mean([np.log(np.median(rng.choice(g, len(g)))) for g in groups])) for _ in range(2000)]
+    return {"speedup": estimate, "low": float(np.percentile(stats, 2.5)), "high": float(np.percentile(stats, 97.5)),
+            "interval": f"95% CI over repetitions, for these {len(groups)} prompt(s)"}
+
+
+def verdict(row) -> str:
+    """PAID / LOST / no clear effect from a summary row's interval; never from a range or < 3 repetitions."""
+    if not str(row["interval"]).startswith("95%") or row.get("repetitions", 3) < 3:
+        return "too few repetitions to call"
+    if row["speedup_ci_low"] > 1:
+        return "PAID"
+    return "LOST" if row["speedup_ci_high"] < 1 else "no clear effect"
 
 
 def summarize(runs: pd.DataFrame, baseline_arm: str = "baseline") -> pd.DataFrame:
-    """Per arm: tok/s, TPOT, acceptance, and the speedup over the baseline with a bootstrap 95% CI.
+    """Per arm: tok/s, TPOT, acceptance, and the speedup over the baseline with its interval.
 
-    The speedup of one (repetition, prompt) pair is baseline end-to-end time per output token
-    over the arm's; its median over pairs is reported, with the CI from resampling pairs.
+    The speedup of one (repetition, prompt) pair is baseline end-to-end time per output token over the arm's;
+    estimate and interval come from ``speedup_interval`` (grouped by prompt), whose label says what it is.
     """
     runs = runs.assign(s_per_token=runs["e2e_s"] / runs["output_tokens"])
     keys = ["repetition", "prompt_index"]
     base = runs[runs["arm"] == baseline_arm].set_index(keys)["s_per_token"]
     out = []
     for arm, group in runs.groupby("arm", sort=False):
-        paired = base / group.set_index(keys)["s_per_token"]
-        low, high = bootstrap_ci(paired.values)
+        paired = (base / group.set_index(keys)["s_per_token"]).dropna()
+        interval = speedup_interval(paired.values, paired.index.get_level_values("prompt_index"))
         per_run = group.drop_duplicates("repetition")
         drafts, draft_tokens, accepted = (per_run[c].sum() for c in ("run_drafts", "run_draft_tokens", "run_accepted"))
         positions = [p for p in per_run["run_per_position"] if len(p)] if "run_per_position" in per_run else []
@@ -164,9 +200,10 @@ def summarize(runs: pd.DataFrame, baseline_arm: str = "baseline") -> pd.DataFram
             "acceptance_rate": accepted / draft_tokens if draft_tokens else float("nan"),
             "mean_acceptance_length": 1 + accepted / drafts if drafts else float("nan"),
             "position_acceptance": [round(float(x), 4) for x in per_position],
-            "speedup": float(np.median(paired.values)),
-            "speedup_ci_low": low,
-            "speedup_ci_high": high,
+            "speedup": interval["speedup"],
+            "speedup_ci_low": interval["low"],
+            "speedup_ci_high": interval["high"],
+            "interval": interval["interval"],
             "pairs": int(paired.notna().sum()),
         })
     return pd.DataFrame(out)

@@ -94,7 +94,9 @@ class ResultsBrowser:
         if rows.empty:
             self.table.value = "<i>not measured in this run</i>"
             return
-        cols = ["arm", "speedup", "speedup_ci_low", "speedup_ci_high", "acceptance_rate", "mean_acceptance_length"]
+        cols = ["arm", "speedup", "speedup_ci_low", "speedup_ci_high", "interval", "acceptance_rate",
+                "mean_acceptance_length"]
+        cols = [c for c in cols if c in rows]
         self.table.value = rows[cols].to_html(index=False, float_format=lambda x: f"{x:.2f}")
 
     def run_live(self) -> None:
@@ -102,7 +104,8 @@ class ResultsBrowser:
             return
         with self.live:
             self.live.clear_output()
-            print(self._run_live(self.category.value, self.k.value, self.temperature.value))
+            # slider options come from a DataFrame (numpy scalars): hand the engine plain Python numbers
+            print(self._run_live(self.category.value, int(self.k.value), float(self.temperature.value)))
 
 
 class Checklist:

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers.timing import bootstrap_ci, request_timing, sampling_params, summarize
+from helpers.timing import request_timing, sampling_params, speedup_interval, summarize, verdict
 
 
 def fake_output(tokens, arrival_latency, scheduled, first, last, prompt=10):
@@ -28,18 +28,57 @@ def test_single_token_has_no_tpot():
     assert np.isnan(request_timing(fake_output(1, 0.2, 0, 0.2, 0.2))["tpot_s"])
 
 
-def test_bootstrap_ci_brackets_the_median_and_shrinks_with_data():
-    rng = np.random.default_rng(1)
-    small, large = rng.normal(1.5, 0.2, 20), rng.normal(1.5, 0.2, 2000)
-    lo_s, hi_s = bootstrap_ci(small)
-    lo_l, hi_l = bootstrap_ci(large)
-    assert lo_s <= np.median(small) <= hi_s
-    assert lo_l < 1.5 < hi_l
-    assert hi_l - lo_l < hi_s - lo_s
+def test_three_pairs_give_a_range_not_a_ci():
+    result = speedup_interval([1.41, 1.57, 1.62])
+    assert "95%" not in result["interval"] and "range of 3 pairs" in result["interval"]
+    assert (result["low"], result["speedup"], result["high"]) == (1.41, 1.57, 1.62)
+    assert verdict({"interval": result["interval"], "speedup_ci_low": 1.41, "speedup_ci_high": 1.62}) == \
+        "too few repetitions to call"
 
 
-def test_bootstrap_of_constant_is_that_constant():
-    assert bootstrap_ci([2.0] * 10) == (2.0, 2.0)
+def test_interval_over_prompts_covers_the_true_median_with_prompt_effects():
+    """Prompts differ (random effect, sd 0.25 in log speedup); repetitions add noise (sd 0.05). The true median
+    speedup over prompts is exp(0.3). Over 1,000 simulated experiments of 6 prompts x 3 repetitions the interval
+    must cover it at least 90% of the time."""
+    rng = np.random.default_rng(7)
+    prompts = np.repeat(np.arange(6), 3)
+    covered = 0
+    for _ in range(1000):
+        effects = rng.normal(0.3, 0.25, 6)
+        ratios = np.exp(effects[prompts] + rng.normal(0, 0.05, len(prompts)))
+        result = speedup_interval(ratios, prompts)
+        covered += result["low"] <= np.exp(0.3) <= result["high"]
+    assert result["interval"] == "95% CI over 6 prompts"
+    assert covered / 1000 >= 0.9, covered
+
+
+def test_pooling_pairs_across_prompts_would_undercover():
+    """The old interval (bootstrap over all pairs as if independent) on the same simulation: a control that
+    shows why the pairs are grouped by prompt."""
+    rng = np.random.default_rng(7)
+    prompts = np.repeat(np.arange(6), 3)
+    covered = 0
+    for _ in range(300):
+        ratios = np.exp(rng.normal(0.3, 0.25, 6)[prompts] + rng.normal(0, 0.05, len(prompts)))
+        boots = [np.median(rng.choice(ratios, len(ratios))) for _ in range(300)]
+        covered += np.percentile(boots, 2.5) <= np.exp(0.3) <= np.percentile(boots, 97.5)
+    assert covered / 300 < 0.9
+
+
+def test_few_prompts_get_an_interval_for_those_prompts_only():
+    result = speedup_interval([1.5, 1.6, 1.55, 1.2, 1.25, 1.22], [0, 0, 0, 1, 1, 1])
+    assert result["interval"] == "95% CI over repetitions, for these 2 prompt(s)"
+    assert result["low"] <= result["speedup"] <= result["high"]
+    assert abs(result["speedup"] - np.sqrt(1.55 * 1.22)) < 1e-9
+
+
+def test_verdicts():
+    ci = "95% CI over 6 prompts"
+    assert verdict({"interval": ci, "speedup_ci_low": 1.1, "speedup_ci_high": 1.3}) == "PAID"
+    assert verdict({"interval": ci, "speedup_ci_low": 0.7, "speedup_ci_high": 0.9}) == "LOST"
+    assert verdict({"interval": ci, "speedup_ci_low": 0.9, "speedup_ci_high": 1.3}) == "no clear effect"
+    assert verdict({"interval": ci, "speedup_ci_low": 1.1, "speedup_ci_high": 1.3, "repetitions": 1}) == \
+        "too few repetitions to call"
 
 
 def test_invalid_sampling_is_refused():

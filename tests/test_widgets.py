@@ -30,8 +30,12 @@ def test_results_browser_selects_precomputed_rows_and_runs_live():
         for c in ("creative", "structured") for k in (2, 4) for t in (0.0, 1.0)])
     calls = []
     browser = ResultsBrowser(results, run_live=lambda c, k, t: calls.append((c, k, t)) or "live text")
-    browser.category.value, browser.k.value, browser.temperature.value = "structured", 4, 1.0
+    # drive it with the widget's own option values (numpy scalars from the DataFrame), as a user's click does
+    browser.category.value = "structured"
+    browser.k.value, browser.temperature.value = browser.k.options[-1], browser.temperature.options[-1]
     assert "1.40" in browser.table.value and len(browser.selected()) == 1
     browser.button.click()
     assert calls == [("structured", 4, 1.0)]
+    # engines.validate refuses a numpy integer k (isinstance(k, int)): run_live must receive plain numbers
+    assert type(calls[0][1]) is int and type(calls[0][2]) is float
     assert not browser.k.continuous_update
