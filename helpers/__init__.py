@@ -1,0 +1,40 @@
+"""specdec-workshop's helpers. Importing the package keeps vLLM's INFO logs and its known harmless warnings out of
+notebook outputs.
+
+It points vLLM at ``helpers/vllm_logging.json`` (``VLLM_LOGGING_CONFIG_PATH``, vLLM's own switch for a logging
+configuration; child processes inherit it): WARNING and above, less the warnings in ``KNOWN_HARMLESS``, each of
+which the kit has checked. ``SPECDEC_VLLM_LOGS=1`` (set before starting Jupyter or ``make``) leaves vLLM's logging
+as it is.
+"""
+
+import logging
+import os
+import warnings
+from pathlib import Path
+
+VLLM_LOGS = os.environ.get("SPECDEC_VLLM_LOGS", "0") not in ("", "0")
+
+KNOWN_HARMLESS = (
+    "The global random seed is set to",  # the kit seeds its engines on purpose (seed=0)
+    "Enforce eager set",  # the cpu profile runs eager: no torch.compile on this backend
+    "Inductor compilation was disabled",
+    "Triton is not installed",  # vLLM-CPU uses its C++ stand-ins instead (see helpers.cpu_expand_fix)
+    "Model Runner V2 requires Triton",
+    "is not found in LD_PRELOAD",  # measured: preloading tcmalloc / Intel OpenMP changed nothing here (README)
+    "doesn't allow to use `torch.set_num_threads`",  # measured: the engine keeps 2 threads (README)
+)
+
+
+class KnownHarmless(logging.Filter):
+    """Drops log records whose message contains one of ``KNOWN_HARMLESS``."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not any(pattern in message for pattern in KNOWN_HARMLESS)
+
+
+if not VLLM_LOGS:
+    os.environ.setdefault("VLLM_LOGGING_CONFIG_PATH", str(Path(__file__).with_name("vllm_logging.json")))
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+    logging.getLogger("vllm").setLevel(logging.WARNING)  # where vLLM configured its logging before this import
+    warnings.filterwarnings("ignore", message=r".*torch\.distributed\.reduce_op.*is deprecated", category=FutureWarning)

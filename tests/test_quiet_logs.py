@@ -1,0 +1,47 @@
+"""vLLM's INFO logs and the known harmless warnings stay out of outputs; other warnings do not."""
+
+import json
+import logging.config
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import helpers
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_logging_config_drops_known_harmless_and_keeps_other_warnings(capsys):
+    config = json.loads(Path(helpers.__file__).with_name("vllm_logging.json").read_text())
+    config["formatters"]["vllm"] = {"format": "%(levelname)s %(message)s"}  # vLLM's formatter needs its record factory
+    logging.config.dictConfig(config)
+    log = logging.getLogger("vllm.some.module")
+    log.info("an info line")
+    log.warning("Enforce eager set, disabling torch.compile")
+    log.warning("KV cache is almost full")
+    out = capsys.readouterr().out
+    assert "an info line" not in out and "Enforce eager" not in out
+    assert "WARNING KV cache is almost full" in out
+
+
+ENGINE = textwrap.dedent("""
+    from helpers.engines import EngineSpec, shutdown_engine
+    from helpers.timing import run, sampling_params
+    if __name__ == "__main__":
+        run(EngineSpec("cpu"), ["Say hi."], sampling_params(0.0, 4))
+        shutdown_engine()
+""")
+
+
+def test_an_engine_run_prints_no_info_lines_unless_asked(cpu_models):
+    env = {k: v for k, v in os.environ.items() if k not in ("VLLM_LOGGING_CONFIG_PATH", "VLLM_LOGGING_LEVEL")}
+    quiet = subprocess.run([sys.executable, "-c", ENGINE], env=env, cwd=ROOT, capture_output=True, text=True,
+                           timeout=600)
+    assert quiet.returncode == 0, quiet.stderr[-2000:]
+    assert " INFO " not in quiet.stdout + quiet.stderr
+    assert not any(p in quiet.stdout + quiet.stderr for p in helpers.KNOWN_HARMLESS)
+    loud = subprocess.run([sys.executable, "-c", ENGINE], env={**env, "SPECDEC_VLLM_LOGS": "1"}, cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert loud.returncode == 0 and " INFO " in loud.stdout + loud.stderr
