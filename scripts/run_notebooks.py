@@ -1,16 +1,40 @@
-"""Execute every notebook headless and write it as HTML (figures go to build/figures)."""
+"""Execute every notebook headless and write it as HTML (figures go to build/figures).
+
+Prints progress inside each notebook (cells done / total, elapsed). A notebook that fails is still written, with
+its error, and the others run; the script exits non-zero at the end, naming every notebook that failed.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
 from nbconvert import HTMLExporter
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def execute(path: Path) -> tuple[nbformat.NotebookNode, str | None]:
+    nb = nbformat.read(path, as_version=4)
+    code_cells = [c for c in nb.cells if c.cell_type == "code"]
+    start = time.perf_counter()
+
+    def progress(cell, cell_index, execute_reply):
+        done = code_cells.index(cell) + 1 if cell in code_cells else 0
+        print(f"  {path.name}: cell {done}/{len(code_cells)} done, {time.perf_counter() - start:.0f} s", flush=True)
+
+    client = NotebookClient(nb, timeout=3600, kernel_name="python3", on_cell_executed=progress,
+                            resources={"metadata": {"path": str(path.parent)}})
+    try:
+        client.execute()
+    except CellExecutionError as error:
+        return nb, str(error).splitlines()[-1] if str(error) else "cell error"
+    return nb, None
 
 
 def main() -> None:
@@ -21,13 +45,19 @@ def main() -> None:
     out = ROOT / args.out
     out.mkdir(parents=True, exist_ok=True)
     notebooks = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    failed = []
     for path in notebooks:
         start = time.perf_counter()
-        nb = nbformat.read(path, as_version=4)
-        NotebookClient(nb, timeout=3600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+        nb, error = execute(path)
         body, _ = HTMLExporter().from_notebook_node(nb)
         (out / f"{path.stem}.html").write_text(body)
-        print(f"{path.name}: {time.perf_counter() - start:.0f} s -> {args.out / (path.stem + '.html')}", flush=True)
+        status = f"FAILED ({error})" if error else "ok"
+        print(f"{path.name}: {time.perf_counter() - start:.0f} s -> {args.out / (path.stem + '.html')} {status}",
+              flush=True)
+        if error:
+            failed.append(path.name)
+    if failed:
+        sys.exit(f"failed: {', '.join(failed)}")
 
 
 if __name__ == "__main__":
