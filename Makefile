@@ -8,9 +8,10 @@ export PATH := $(abspath $(BIN)):$(PATH)
 
 .PHONY: setup install models run test lint lab clean
 
-$(STAMP): requirements/common.txt $(REQS) pyproject.toml
+$(STAMP): requirements/common.txt $(REQS) pyproject.toml scripts/install_requirements.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q -r $(REQS)
+	@# torch==2.13.0+cpu is not on PyPI: the script retries with PyTorch's CPU wheel index when pip cannot find it.
+	$(BIN)/python scripts/install_requirements.py $(REQS)
 ifeq ($(REQS),requirements/cpu.txt)
 	@# The CPU install pulls a CUDA-built torchvision that breaks transformers' imports; text models need none of these.
 	$(BIN)/python -m pip uninstall -q -y torchvision torchaudio torchcodec

@@ -49,7 +49,7 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "speculation_table.csv", index=False)
     cols = ["workload", "temperature", "arm", "tok_per_s", "tpot_ms", "acceptance_rate", "mean_acceptance_length",
-            "speedup", "speedup_ci_low", "speedup_ci_high"]
+            "speedup", "speedup_ci_low", "speedup_ci_high", "interval"]
     print(markdown(table[cols]))
     print(f"{args.repetitions} repetitions, {args.max_tokens} tokens, {time.perf_counter() - start:.0f} s in all; "
           f"{table.iloc[0]['hardware']}")
