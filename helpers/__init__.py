@@ -22,6 +22,11 @@ KNOWN_HARMLESS = (
     "Model Runner V2 requires Triton",
     "is not found in LD_PRELOAD",  # measured: preloading tcmalloc / Intel OpenMP changed nothing here (README)
     "doesn't allow to use `torch.set_num_threads`",  # measured: the engine keeps 2 threads (README)
+    "Speculative decoding on CPU without Intel OpenMP in LD_PRELOAD",  # measured: no gain from it here (README)
+    "is already registered. Overwriting.",  # each new engine in a process re-registers the CPU kernel overrides
+    "Unknown vLLM environment variable detected: VLLM_DIST_IDENT",  # set by vLLM's own CPU worker in this process
+    "min_p and logit_bias parameters won't work with speculative decoding",  # the kit uses neither
+    "max_num_scheduled_tokens is set to",  # the kit's batches stay far below 4,096 scheduled tokens per step
 )
 
 
