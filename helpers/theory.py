@@ -82,3 +82,18 @@ def alpha_from_mean_acceptance_length(length: float, k: int) -> float:
 def break_even_c(alpha: float, k: int) -> float:
     """The cost ratio at which speculation neither helps nor hurts (speedup = 1)."""
     return (expected_tokens_per_step(alpha, k) - 1) / k
+
+
+def effective_cost_ratio(decode_s: float, verify_steps: float, target_step_s: float, k: int) -> float:
+    """c_eff measured inside the speculative engine: one verify step (k draft passes + the target scoring k + 1
+    tokens + the engine's per-step work) takes ``target_step_s * (1 + k * c_eff)``.
+
+    ``decode_s`` and ``verify_steps`` are the speculative request's decode time and its number of verify steps
+    (vLLM's draft count); ``target_step_s`` is the baseline's TPOT. Unlike c measured from the draft served alone,
+    c_eff includes what verification of k + 1 tokens costs beyond one decode step, and shares the per-step
+    overhead the way the speculative engine does.
+    """
+    _check_k(k)
+    if verify_steps <= 0 or target_step_s <= 0:
+        raise ValueError("need at least one verify step and a positive target step time")
+    return (decode_s / verify_steps / target_step_s - 1) / k

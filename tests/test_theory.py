@@ -63,3 +63,13 @@ def test_break_even():
 def test_invalid_inputs(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_effective_cost_ratio_recovers_a_known_value():
+    from helpers.theory import effective_cost_ratio
+
+    target_step, k, c_eff, steps = 0.050, 4, 0.3, 20
+    decode = steps * target_step * (1 + k * c_eff)  # synthetic timings of a speculative request
+    assert effective_cost_ratio(decode, steps, target_step, k) == pytest.approx(c_eff)
+    with pytest.raises(ValueError):
+        effective_cost_ratio(decode, 0, target_step, k)
