@@ -31,7 +31,7 @@ from contextlib import contextmanager
 
 import torch
 
-# SPECDEC_CPU_EXPAND_FIX=0 leaves vLLM as installed (used for the negative control in notebook 02).
+# SPECDEC_CPU_EXPAND_FIX=0 leaves vLLM as installed (``uncorrected()`` sets it; the tests use that).
 ENV_SWITCH = "SPECDEC_CPU_EXPAND_FIX"
 _state = {"checked": False, "affected": None, "active": False, "reason": "not checked yet", "original": None}
 

@@ -204,7 +204,7 @@ def summarize(runs: pd.DataFrame, baseline_arm: str = "baseline") -> pd.DataFram
             "speedup_ci_low": interval["low"],
             "speedup_ci_high": interval["high"],
             "interval": interval["interval"],
-            "pairs": int(paired.notna().sum()),
+            "pairs": len(paired),
         })
     return pd.DataFrame(out)
 

@@ -21,11 +21,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def execute(path: Path) -> tuple[nbformat.NotebookNode, str | None]:
     nb = nbformat.read(path, as_version=4)
-    code_cells = [c for c in nb.cells if c.cell_type == "code"]
+    code_cells = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
     start = time.perf_counter()
 
     def progress(cell, cell_index, execute_reply):
-        done = code_cells.index(cell) + 1 if cell in code_cells else 0
+        done = code_cells.index(cell_index) + 1
         print(f"  {path.name}: cell {done}/{len(code_cells)} done, {time.perf_counter() - start:.0f} s", flush=True)
 
     client = NotebookClient(nb, timeout=3600, kernel_name="python3", on_cell_executed=progress,
