@@ -116,3 +116,63 @@ def k_schedule(loss_at: int | None, smallest: int, k: int) -> tuple[tuple[tuple[
                       "leave speculation off on this machine")
     schedule = ((1, loss_at - 1, k), (loss_at, 1 << 16, 0))
     return schedule, f"schedule {schedule}: k={k} below {loss_at} concurrent requests, no drafting from there"
+
+
+def decode_breakdown(summary: pd.DataFrame) -> pd.DataFrame:
+    """Per speculative arm and prompt length of :func:`long_context_sweep`'s summary: the baseline's prefill share,
+    the end-to-end and decode-only speedups, acceptance, decode tokens per verify step, c_eff (a verify step costs
+    ``1 + k * c_eff`` baseline decode steps at that length), the arm's TTFT over its baseline's and, where a
+    ``draft_alone`` arm was measured, ``draft_c``: the draft's own TPOT over the target's at that length."""
+    base = summary[summary["arm"] == "baseline"].set_index(["vs", "prompt_length"])
+    alone = summary[summary["method"] == "draft_alone"].set_index("prompt_length")
+    rows = []
+    for _, arm in summary[~summary["method"].isin(["baseline", "draft_alone"])].iterrows():
+        b = base.loc[(arm["vs"], arm["prompt_length"])]
+        rows.append({
+            "arm": arm["arm"], "method": arm["method"], "k": int(arm["k"]), "prompt_length": arm["prompt_length"],
+            "prompt_tokens": arm["prompt_tokens"], "prefill_share": b["ttft_s"] / b["e2e_s"],
+            "speedup": arm["speedup"], "decode_speedup": arm["decode_speedup"],
+            "decode_ci_low": arm["decode_ci_low"], "decode_ci_high": arm["decode_ci_high"],
+            "acceptance_rate": arm["acceptance_rate"], "tokens_per_verify_step": arm["tokens_per_verify_step"],
+            "c_eff": arm["c_eff"], "ttft_over_baseline": arm["ttft_s"] / b["ttft_s"],
+            "draft_c": 1 / alone.loc[arm["prompt_length"], "decode_speedup"]
+            if arm["method"] == "draft_model" and arm["prompt_length"] in alone.index else float("nan"),
+        })
+    return pd.DataFrame(rows)
+
+
+def decode_findings(breakdown: pd.DataFrame) -> list[str]:
+    """Sentences computed from :func:`decode_breakdown`: per arm, where decode itself slowed down (decode-only
+    speedup below 1) and by how much, and which of the two terms of decode speedup = tokens per verify step /
+    verify-step cost moved between the shortest and the longest prompt."""
+    lines = []
+    for arm, group in breakdown.groupby("arm", sort=False):
+        group = group.sort_values("prompt_length")
+        short, long = group.iloc[0], group.iloc[-1]
+        for _, row in group[group["decode_speedup"] < 1].iterrows():
+            lines.append(f"{arm} at {row.prompt_tokens:.0f} prompt tokens: decode itself slowed down, "
+                         f"{row.decode_speedup:.2f}x [{row.decode_ci_low:.2f}, {row.decode_ci_high:.2f}]: each "
+                         f"output token took {1 / row.decode_speedup - 1:.0%} longer than the baseline's.")
+        step = 1 + long.k * long.c_eff, 1 + short.k * short.c_eff
+        lines.append(
+            f"{arm}, {short.prompt_tokens:.0f} -> {long.prompt_tokens:.0f} prompt tokens: decode-only speedup "
+            f"{short.decode_speedup:.2f}x -> {long.decode_speedup:.2f}x, end to end {short.speedup:.2f}x -> "
+            f"{long.speedup:.2f}x. A verify step emitted {short.tokens_per_verify_step:.2f} -> "
+            f"{long.tokens_per_verify_step:.2f} tokens (acceptance {short.acceptance_rate:.0%} -> "
+            f"{long.acceptance_rate:.0%}) and cost {step[1]:.2f} -> {step[0]:.2f} baseline decode steps "
+            f"(c_eff {short.c_eff:.2f} -> {long.c_eff:.2f}).")
+        tokens_change = long.tokens_per_verify_step / short.tokens_per_verify_step
+        cost_change = step[0] / step[1]
+        cause = ("the verify step's cost grew faster than the baseline's step" if cost_change > 1 / tokens_change
+                 else "fewer tokens were accepted per step")
+        if long.decode_speedup < short.decode_speedup:
+            lines.append(f"  Decode speedup fell by {1 - long.decode_speedup / short.decode_speedup:.0%}: tokens per "
+                         f"step x{tokens_change:.2f}, step cost x{cost_change:.2f}, so mostly because {cause}.")
+        if long.method == "draft_model" and long.draft_c == long.draft_c:
+            lines.append(f"  The draft served alone cost {short.draft_c:.2f} -> {long.draft_c:.2f} of a target "
+                         "decode step: its attention and KV reads grow with the context as the target's do.")
+        prefill = ("its draft prefills the prompt too" if long.method == "draft_model"
+                   else "it has no draft model to prefill")
+        lines.append(f"  TTFT over the baseline's: {group['ttft_over_baseline'].min():.2f}-"
+                     f"{group['ttft_over_baseline'].max():.2f} ({prefill}).")
+    return lines

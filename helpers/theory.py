@@ -97,3 +97,38 @@ def effective_cost_ratio(decode_s: float, verify_steps: float, target_step_s: fl
     if verify_steps <= 0 or target_step_s <= 0:
         raise ValueError("need at least one verify step and a positive target step time")
     return (decode_s / verify_steps / target_step_s - 1) / k
+
+
+def conditional_acceptance(per_position) -> list[float]:
+    """P(position i accepted | positions before it accepted) from vLLM's per-position acceptance P(i accepted).
+
+    Under the constant-alpha assumption every entry equals alpha; measured drafts rarely behave so.
+    """
+    rates, previous = [], 1.0
+    for p in per_position:
+        rates.append(float(p) / previous if previous > 0 else float("nan"))
+        previous = float(p)
+    return rates
+
+
+def speedup_from_positions(per_position, k: int, c: float) -> float:
+    """Expected speedup at draft length k from measured per-position acceptance (no constant-alpha assumption):
+    E[tokens per step] = 1 + sum of P(position i accepted) for i <= k, over (k c + 1). Positions measured with
+    a longer draft serve for any shorter k (a position's acceptance does not depend on what is drafted after it)."""
+    _check_k(k)
+    _check_c(c)
+    if k > len(per_position):
+        raise ValueError(f"per-position acceptance measured for {len(per_position)} positions, asked for k = {k}")
+    return (1 + float(sum(per_position[:k]))) / (k * c + 1)
+
+
+def positions_against_constant_alpha(per_position, c: float) -> list[dict]:
+    """Per k up to the measured draft length: measured and constant-alpha P(position accepted), the conditional
+    rate, and the predicted speedup both ways. alpha is fitted to the same measurement (its mean acceptance)."""
+    n = len(per_position)
+    alpha = alpha_from_acceptance_rate(float(sum(per_position)) / n, n)
+    conditional = conditional_acceptance(per_position)
+    return [{"k": k, "measured": float(per_position[k - 1]), "conditional": conditional[k - 1],
+             "constant_alpha": alpha ** k, "alpha": alpha,
+             "speedup_per_position": speedup_from_positions(per_position, k, c),
+             "speedup_constant_alpha": expected_speedup(alpha, k, c)} for k in range(1, n + 1)]

@@ -18,6 +18,7 @@ import pandas as pd
 from helpers import hardware
 from helpers.engines import EngineSpec, get_engine, validate
 from helpers.metrics import snapshot
+from helpers.theory import effective_cost_ratio
 
 
 def request_timing(output) -> dict[str, float]:
@@ -177,16 +178,27 @@ def summarize(runs: pd.DataFrame, baseline_arm: str = "baseline") -> pd.DataFram
 
     The speedup of one (repetition, prompt) pair is baseline end-to-end time per output token over the arm's;
     estimate and interval come from ``speedup_interval`` (grouped by prompt), whose label says what it is.
+    ``decode_speedup`` (with ``decode_ci_low``/``high``, same kind of interval) pairs TPOTs instead: decode alone,
+    without TTFT. For requests served one at a time, ``tokens_per_verify_step`` is the decode tokens over vLLM's
+    draft count (verify steps) and ``c_eff`` is :func:`helpers.theory.effective_cost_ratio` against the baseline's
+    median TPOT.
     """
     runs = runs.assign(s_per_token=runs["e2e_s"] / runs["output_tokens"])
     keys = ["repetition", "prompt_index"]
-    base = runs[runs["arm"] == baseline_arm].set_index(keys)["s_per_token"]
+    baseline = runs[runs["arm"] == baseline_arm].set_index(keys)
+    base_tpot = float(baseline["tpot_s"].median()) if len(baseline) else float("nan")
     out = []
     for arm, group in runs.groupby("arm", sort=False):
-        paired = (base / group.set_index(keys)["s_per_token"]).dropna()
+        indexed = group.set_index(keys)
+        paired = (baseline["s_per_token"] / indexed["s_per_token"]).dropna()
         interval = speedup_interval(paired.values, paired.index.get_level_values("prompt_index"))
+        decode_pairs = (baseline["tpot_s"] / indexed["tpot_s"]).dropna()
+        decode = speedup_interval(decode_pairs.values, decode_pairs.index.get_level_values("prompt_index"))
         per_run = group.drop_duplicates("repetition")
         drafts, draft_tokens, accepted = (per_run[c].sum() for c in ("run_drafts", "run_draft_tokens", "run_accepted"))
+        one_at_a_time = (group["batch"] == 1).all()
+        c_eff = (effective_cost_ratio(group["decode_s"].sum(), drafts, base_tpot, int(group["k"].iloc[0]))
+                 if drafts and one_at_a_time and base_tpot > 0 else float("nan"))
         positions = [p for p in per_run["run_per_position"] if len(p)] if "run_per_position" in per_run else []
         per_position = np.sum(positions, axis=0) / drafts if positions and drafts else []
         first = group.iloc[0]
@@ -205,6 +217,12 @@ def summarize(runs: pd.DataFrame, baseline_arm: str = "baseline") -> pd.DataFram
             "speedup_ci_high": interval["high"],
             "interval": interval["interval"],
             "pairs": len(paired),
+            "decode_speedup": decode["speedup"],
+            "decode_ci_low": decode["low"],
+            "decode_ci_high": decode["high"],
+            "tokens_per_verify_step": (group["output_tokens"] - 1).sum() / drafts if drafts and one_at_a_time
+            else float("nan"),
+            "c_eff": c_eff,
         })
     return pd.DataFrame(out)
 

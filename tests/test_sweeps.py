@@ -5,7 +5,7 @@ import json
 import pandas as pd
 import pytest
 
-from helpers.sweeps import crossover, throughput_summary
+from helpers.sweeps import crossover, decode_breakdown, decode_findings, throughput_summary
 from helpers.workloads import LONG_CONTEXT, chat_token_ids, load_suite, long_context_entries, long_context_prompt
 
 META = {"hardware": "test", "profile": "cpu", "target": "t", "draft": "d", "k": 4, "temperature": 0.0,
@@ -56,3 +56,31 @@ def test_long_context_prompt_fits_the_length_and_keeps_the_answer(cpu_models):
         assert entries[1]["document"].splitlines()[answer_line - 1] in message
     with pytest.raises(ValueError, match="too short"):
         long_context_prompt(tokenizer, 40)
+
+
+def _long_rows(vs, method, arm, length, **values):
+    return {"vs": vs, "method": method, "arm": arm, "k": 4 if method != "baseline" else 0, "prompt_length": length,
+            "prompt_tokens": length, **values}
+
+
+def test_decode_findings_say_where_decode_itself_slowed_down():
+    rows = []
+    for length, ttft, tpot_ratio, steps, c_eff, draft_c in [(128, 0.1, 1.2, 2.4, 0.25, 0.2),
+                                                             (2000, 1.5, 0.8, 2.2, 0.44, 0.35)]:
+        rows.append(_long_rows("draft", "baseline", "baseline", length, ttft_s=ttft, e2e_s=ttft + 1.0))
+        rows.append(_long_rows("draft", "draft_model", "draft", length, ttft_s=ttft * 1.1, e2e_s=0, speedup=0.9,
+                               decode_speedup=tpot_ratio, decode_ci_low=tpot_ratio - 0.05,
+                               decode_ci_high=tpot_ratio + 0.05, acceptance_rate=0.4,
+                               tokens_per_verify_step=steps, c_eff=c_eff))
+        rows.append(_long_rows("alone", "baseline", "baseline", length, ttft_s=ttft, e2e_s=ttft + 1.0))
+        rows.append(_long_rows("alone", "draft_alone", "alone", length, ttft_s=ttft / 5, e2e_s=0, speedup=1 / draft_c,
+                               decode_speedup=1 / draft_c))
+    breakdown = decode_breakdown(pd.DataFrame(rows))
+    assert list(breakdown["arm"]) == ["draft", "draft"]  # the draft served alone is a column, not an arm
+    assert breakdown["draft_c"].tolist() == pytest.approx([0.2, 0.35])
+    assert breakdown["prefill_share"].tolist() == pytest.approx([0.1 / 1.1, 1.5 / 2.5])
+    text = "\n".join(decode_findings(breakdown))
+    assert "at 2000 prompt tokens: decode itself slowed down, 0.80x" in text and "25% longer" in text
+    assert "at 128 prompt tokens: decode itself" not in text
+    # tokens per step x0.92, step cost 2.0 -> 2.76 (x1.38): the cost term moved more
+    assert "because the verify step's cost grew" in text and "its draft prefills the prompt too" in text

@@ -73,3 +73,29 @@ def test_effective_cost_ratio_recovers_a_known_value():
     assert effective_cost_ratio(decode, steps, target_step, k) == pytest.approx(c_eff)
     with pytest.raises(ValueError):
         effective_cost_ratio(decode, 0, target_step, k)
+
+
+def test_conditional_acceptance_and_speedup_from_positions():
+    from helpers.theory import conditional_acceptance, speedup_from_positions
+
+    # The README's measured 0.47, 0.26, 0.15, 0.10 are not geometric: conditional rates rise along the draft.
+    assert conditional_acceptance([0.47, 0.26, 0.15, 0.10]) == pytest.approx([0.47, 0.26 / 0.47, 0.15 / 0.26, 0.10 / 0.15])
+    assert conditional_acceptance([0.5, 0.25, 0.125]) == pytest.approx([0.5, 0.5, 0.5])  # geometric: all alpha
+    geometric = [0.6 ** i for i in range(1, 9)]
+    for k in (1, 4, 8):  # on a geometric profile the per-position formula is the constant-alpha formula
+        assert speedup_from_positions(geometric, k, 0.1) == pytest.approx(expected_speedup(0.6, k, 0.1))
+    assert speedup_from_positions([0.47, 0.26, 0.15, 0.10], 2, 0.25) == pytest.approx(1.73 / 1.5)
+    with pytest.raises(ValueError, match="4 positions"):
+        speedup_from_positions([0.47, 0.26, 0.15, 0.10], 5, 0.25)
+
+
+def test_positions_against_constant_alpha_fits_alpha_to_the_same_mean():
+    from helpers.theory import positions_against_constant_alpha
+
+    rows = positions_against_constant_alpha([0.47, 0.26, 0.15, 0.10], 0.25)
+    alpha = rows[0]["alpha"]
+    assert sum(alpha ** k for k in range(1, 5)) == pytest.approx(0.98)  # same expected accepted tokens at k = 4
+    assert rows[-1]["speedup_per_position"] == pytest.approx(rows[-1]["speedup_constant_alpha"])
+    # conditional rates rise along the draft: the fitted alpha overstates position 1 and understates position 4
+    assert rows[0]["measured"] < rows[0]["constant_alpha"] and rows[-1]["measured"] > rows[-1]["constant_alpha"]
+    assert [r["k"] for r in rows] == [1, 2, 3, 4]

@@ -92,6 +92,7 @@ def _rows(arm, seconds, reps=2, prompts=3, **extra):
     return [{"hardware": "h", "profile": "p", "target": "t", "draft": "d", "method": "m", "k": 4,
              "temperature": 0.0, "repetitions": reps, "batch": 1, "arm": arm, "repetition": r,
              "prompt_index": i, "output_tokens": 10, "e2e_s": seconds, "tpot_s": seconds / 10, "ttft_s": 0.01,
+             "decode_s": seconds - 0.01,
              "run_drafts": extra.get("drafts", 0), "run_draft_tokens": extra.get("tokens", 0),
              "run_accepted": extra.get("accepted", 0), "run_per_position": extra.get("per_pos", [])} for r in range(reps) for i in range(prompts)]
 
@@ -109,3 +110,18 @@ def test_summarize_speedup_and_acceptance():
     assert s.loc["spec", "pairs"] == 6
     assert s.loc["spec", "position_acceptance"] == [1.0, 0.5, 0.25, 0.25]  # (2 runs x [4, 2, 1, 1]) / 8 drafts
     assert s.loc["baseline", "position_acceptance"] == []
+
+
+def test_decode_speedup_leaves_ttft_out_and_c_eff_is_recovered():
+    # Baseline: TTFT 1 s, then 9 tokens at 0.1 s each. Speculative: same TTFT, 9 tokens in 3 verify steps of
+    # 0.2 s each, k = 4: a step costs target_step * (1 + k * c_eff) with c_eff = 0.25.
+    def rows(arm, tpot, decode, drafts):
+        return [{**r, "ttft_s": 1.0, "tpot_s": tpot, "decode_s": decode, "e2e_s": 1.0 + decode}
+                for r in _rows(arm, 1.0, drafts=drafts, tokens=4 * drafts, accepted=2 * drafts)]
+    runs = pd.DataFrame(rows("baseline", 0.1, 0.9, 0) + rows("spec", 0.6 / 9, 0.6, 9))  # 3 prompts x 3 steps per run
+    s = summarize(runs).set_index("arm")
+    assert s.loc["spec", "decode_speedup"] == pytest.approx(1.5)
+    assert s.loc["spec", "speedup"] == pytest.approx(1.9 / 1.6)  # end to end, TTFT included: less than decode alone
+    assert s.loc["spec", "tokens_per_verify_step"] == pytest.approx(3.0)
+    assert s.loc["spec", "c_eff"] == pytest.approx(0.25)
+    assert np.isnan(s.loc["baseline", "c_eff"])
