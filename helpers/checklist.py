@@ -1,12 +1,24 @@
 """The decision checklist: answers about a workload -> a predicted speedup with a reason per answer.
 
-Every factor comes from a measurement of this kit (notebooks 04-06, saved under ``build/results/``):
-- workload and temperature: the measured speedup of each method at batch 1 on short prompts (04);
-- prompt length: the measured end-to-end speedup at that length over the one at the shortest length (05);
-- concurrency: the measured throughput speedup at that batch size over the one at batch 1 (06);
+What is measured (notebooks 04-06, saved under ``build/results/``):
+- workload and temperature: each method's end-to-end and decode-only speedup at batch 1 on short prompts (04);
+- prompt length: time to first token and time per output token with and without each method, and its decode-only
+  speedup, at each measured prompt length, one request at a time (05);
+- concurrency: each method's throughput speedup with N requests at once, structured prompts at T=0 (06);
 - VRAM headroom: :func:`helpers.vram.budget` for the pair, the card and the context × concurrency asked.
-The factors are multiplied; that they combine independently is an assumption of this checklist, not a
-measurement, and the result says so.
+
+What is assumed (each reason and the caveat say so):
+- one request at a time, the answer is a latency speedup: latency = TTFT + (output tokens - 1) × TPOT at the
+  prompt length (05), the speculative TPOT being the baseline's divided by D = 04's decode-only speedup for the
+  workload × 05's decode-only speedup at that length / 05's at its shortest. That prefill and decode add this way
+  and that 05's change with length carries over to every workload is assumed;
+- with more than one request, the answer is a throughput speedup: 06's at that concurrency × 04's speedup for the
+  workload over 04's for structured prompts at T=0. That the workload changes throughput as it changes latency at
+  batch 1 is assumed; prompt and answer length are not modelled there;
+- outside the measured prompt lengths or concurrencies the values are held at the nearest measured one
+  ("extrapolated");
+- the speedups are those of the measured profile's pair and hardware; the verdict names them, and says so when
+  the pair asked about for the VRAM check is another one.
 """
 
 from __future__ import annotations
@@ -36,52 +48,109 @@ class Answers:
 
 
 @dataclass(frozen=True)
+class Source:
+    """Where the speedups were measured: profile, hardware, target and draft (short names, as in the rows)."""
+    profile: str
+    hardware: str
+    target: str
+    draft: str
+
+    def __str__(self) -> str:
+        return f"the {self.profile} profile: {self.target} + {self.draft}, {self.hardware}"
+
+
+@dataclass(frozen=True)
 class Measurements:
-    grid: pd.DataFrame  # 04 at one k: category, temperature, method, speedup, CI, acceptance_rate
-    long_context: pd.DataFrame  # 05: method, prompt_length, speedup
-    batch: pd.DataFrame  # 06: method, concurrency, speedup
+    grid: pd.DataFrame  # 04 at one k: category, temperature, method, speedup and decode_speedup with CIs, acceptance
+    long_context: pd.DataFrame  # 05, baseline rows included: arm, vs, method, prompt_length, ttft_s, tpot_ms, decode_speedup
+    batch: pd.DataFrame  # 06: method, concurrency, (throughput) speedup
+    source: Source
 
 
-def _nearest(frame: pd.DataFrame, column: str, value: float) -> pd.DataFrame:
-    nearest = frame.loc[(frame[column] - value).abs().idxmin(), column]
-    return frame[frame[column] == nearest]
+def _short(config: object) -> str:
+    name = config.get("_name_or_path", "a config") if isinstance(config, dict) else str(config)
+    return name.rstrip("/").split("/")[-1]
 
 
-def _relative(frame: pd.DataFrame, column: str, value: float, log: bool = False) -> tuple[float, float, float]:
-    """Speedup interpolated at ``value`` over the one at the smallest measured ``column``; and both speedups."""
-    curve = frame.groupby(column)["speedup"].median().sort_index()
-    xs = np.log(curve.index.to_numpy(float)) if log else curve.index.to_numpy(float)
-    at = float(np.interp(np.log(value) if log else value, xs, curve.to_numpy()))
-    return at / curve.iloc[0], at, float(curve.iloc[0])
-
-
-def method_prediction(answers: Answers, data: Measurements, method: str) -> dict:
-    """Predicted speedup of ``method`` for ``answers`` and the reason behind each factor."""
-    grid = data.grid[(data.grid["method"] == method) & (data.grid["category"] == answers.workload)]
+def _grid_point(data: Measurements, workload: str, temperature: float, method: str) -> pd.Series:
+    grid = data.grid[(data.grid["method"] == method) & (data.grid["category"] == workload)]
     if grid.empty:
-        raise ValueError(f"no measurement of {method} on {answers.workload!r} prompts")
-    grid = _nearest(grid, "temperature", answers.temperature)
+        raise ValueError(f"no measurement of {method} on {workload!r} prompts")
+    grid = grid[(grid["temperature"] - temperature).abs() == (grid["temperature"] - temperature).abs().min()]
     if len(grid) > 1:
-        raise ValueError(f"{len(grid)} rows for {method} on {answers.workload!r}; keep one k per method")
-    point = grid.iloc[0]
-    base = float(point["speedup"])
-    reasons = [f"{answers.workload} at temperature {point['temperature']:g} (nearest measured): "
-               f"{base:.2f}x [{point['speedup_ci_low']:.2f}, {point['speedup_ci_high']:.2f}] at batch 1, "
-               f"draft acceptance {point['acceptance_rate']:.0%} (04)"]
-    factors = [base]
-    long = data.long_context[data.long_context["method"] == method]
-    if len(long):
-        factor, at, short = _relative(long, "prompt_length", answers.prompt_tokens)
-        factors.append(factor)
-        reasons.append(f"prompt of {answers.prompt_tokens} tokens: end-to-end {at:.2f}x against {short:.2f}x at "
-                       f"{long['prompt_length'].min()} tokens, factor {factor:.2f} (05; prefill is not sped up)")
+        raise ValueError(f"{len(grid)} rows for {method} on {workload!r}; keep one k per method")
+    return grid.iloc[0]
+
+
+def _at(curve: pd.Series, value: float, log: bool = False) -> float:
+    """``curve`` (indexed by the measured x) at ``value``, linear (in log x if ``log``) and flat outside."""
+    xs = curve.index.to_numpy(float)
+    if log:
+        xs, value = np.log(xs), np.log(value)
+    return float(np.interp(value, xs, curve.to_numpy(float)))
+
+
+def _span(measured, value: float, unit: str) -> str:
+    low, high = min(measured), max(measured)
+    if low <= value <= high:
+        return f"measured {low:g}-{high:g} {unit}"
+    nearest = low if value < low else high
+    return f"extrapolated: outside the measured {low:g}-{high:g} {unit}, held at the value measured at {nearest:g} {unit}"
+
+
+def latency(answers: Answers, data: Measurements, method: str) -> dict:
+    """Predicted latency speedup of one request (concurrency 1): prefill and decode at the prompt length (05),
+    decode sped up by the workload's decode-only speedup (04) scaled by 05's change with length."""
+    point = _grid_point(data, answers.workload, answers.temperature, method)
+    arm = data.long_context[data.long_context["method"] == method]
+    base = data.long_context[(data.long_context["arm"] == "baseline") & data.long_context["vs"].isin(arm["vs"])]
+    if arm.empty or base.empty:
+        raise ValueError(f"no long-context measurement of {method} with its baseline (05)")
+    p, n = answers.prompt_tokens, answers.output_tokens - 1
+
+    def at(frame: pd.DataFrame, column: str) -> float:
+        return _at(frame.groupby("prompt_length")[column].median(), p)
+
+    ttft_base, tpot_base, ttft_spec = 1000 * at(base, "ttft_s"), at(base, "tpot_ms"), 1000 * at(arm, "ttft_s")
+    decode_05 = arm.groupby("prompt_length")["decode_speedup"].median()
+    d04, d05 = float(point["decode_speedup"]), at(arm, "decode_speedup")
+    d = d04 * d05 / decode_05.iloc[0]
+    baseline, speculative = ttft_base + n * tpot_base, ttft_spec + n * tpot_base / d
+    reasons = [
+        f"{answers.workload} at temperature {point['temperature']:g} (nearest measured), one request, short prompts: "
+        f"decode-only {d04:.2f}x [{point['decode_ci_low']:.2f}, {point['decode_ci_high']:.2f}], end-to-end "
+        f"{point['speedup']:.2f}x, draft acceptance {point['acceptance_rate']:.0%} (04)",
+        f"prompt of {p} tokens (05, {_span(decode_05.index, p, 'tokens')}): time to first token "
+        f"{ttft_base / 1000:.2f} s without, {ttft_spec / 1000:.2f} s with {method} (prefill is not sped up); "
+        f"decode-only {d05:.2f}x against {decode_05.iloc[0]:.2f}x at {decode_05.index[0]:g} tokens, so decode "
+        f"speedup D = {d04:.2f} × {d05:.2f} / {decode_05.iloc[0]:.2f} = {d:.2f}",
+        f"answer of {answers.output_tokens} tokens: TTFT + {n} × TPOT = {baseline / 1000:.2f} s without "
+        f"(TPOT {tpot_base:.1f} ms, prefill {ttft_base / baseline:.0%} of it), {speculative / 1000:.2f} s with "
+        f"(TPOT {tpot_base / d:.1f} ms): latency speedup {baseline / speculative:.2f}x",
+    ]
+    return {"method": method, "quantity": "latency", "speedup": baseline / speculative, "reasons": reasons}
+
+
+def throughput(answers: Answers, data: Measurements, method: str) -> dict:
+    """Predicted throughput speedup at ``answers.concurrency`` requests: 06's (structured, T=0), times 04's speedup
+    for the workload over 04's for structured prompts at T=0 (an assumption)."""
+    point = _grid_point(data, answers.workload, answers.temperature, method)
+    reference = _grid_point(data, "structured", 0.0, method)
     batch = data.batch[data.batch["method"] == method]
-    if len(batch):
-        factor, at, single = _relative(batch, "concurrency", answers.concurrency, log=True)
-        factors.append(factor)
-        reasons.append(f"{answers.concurrency} concurrent requests: throughput {at:.2f}x against {single:.2f}x "
-                       f"alone, factor {factor:.2f} (06; drafts compete with real tokens for compute)")
-    return {"method": method, "speedup": float(np.prod(factors)), "reasons": reasons}
+    if batch.empty:
+        raise ValueError(f"no throughput measurement of {method} (06)")
+    curve = batch.groupby("concurrency")["speedup"].median()
+    measured = _at(curve, answers.concurrency, log=True)
+    ratio = float(point["speedup"]) / float(reference["speedup"])
+    reasons = [
+        f"{answers.concurrency} concurrent requests: throughput {measured:.2f}x on structured prompts at T=0 "
+        f"(06, {_span(curve.index, answers.concurrency, 'requests')}; drafts compete with real tokens for compute)",
+        f"{answers.workload} at temperature {point['temperature']:g}: × {point['speedup']:.2f}x / "
+        f"{reference['speedup']:.2f}x = {ratio:.2f}, 04's batch-1 speedup for it over structured at "
+        f"T={reference['temperature']:g} (assumed: the workload changes throughput as it changes latency at batch 1; "
+        "prompt and answer length are not modelled at this concurrency)",
+    ]
+    return {"method": method, "quantity": "throughput", "speedup": measured * ratio, "reasons": reasons}
 
 
 def vram_check(answers: Answers, method: str) -> dict:
@@ -106,26 +175,39 @@ def vram_check(answers: Answers, method: str) -> dict:
 
 
 def recommend(answers: Answers, data: Measurements) -> dict:
-    """Per measured method: predicted speedup, VRAM fit and reasons; and the overall verdict."""
+    """Per measured method: predicted latency (one request) or throughput (several) speedup, VRAM fit and reasons;
+    and the overall verdict, which names the quantity and where the speedups were measured."""
+    predict = latency if answers.concurrency == 1 else throughput
     options = []
     for method in sorted(set(data.grid["method"])):
-        prediction = method_prediction(answers, data, method)
+        prediction = predict(answers, data, method)
         memory = vram_check(answers, method)
         prediction["reasons"].append(memory["reason"])
         prediction["fits"] = memory["fits"]
         options.append(prediction)
     usable = [o for o in options if o["fits"]]
     best = max(usable, key=lambda o: o["speedup"]) if usable else None
+    what = ("latency speedup of one request" if answers.concurrency == 1
+            else f"throughput speedup at {answers.concurrency} concurrent requests")
+    source = data.source
+    pair = f"{_short(answers.target_config)} + {_short(answers.draft_config)}"
+    measured_pair = (_short(answers.target_config).lower() == source.target.lower()
+                     and _short(answers.draft_config).lower() == source.draft.lower())
+    where = f" (speedups measured on {source}{'' if measured_pair else f'; not on {pair}'})"
     if best is None:
         verdict = "leave it off: no speculative configuration fits in memory at this concurrency"
     elif best["speedup"] >= GAIN:
-        verdict = f"turn on {best['method']}: predicted {best['speedup']:.2f}x"
+        verdict = f"turn on {best['method']}: predicted {best['speedup']:.2f}x {what}{where}"
     elif best["speedup"] <= LOSS:
-        verdict = f"leave it off: the best option ({best['method']}) is predicted at {best['speedup']:.2f}x"
+        verdict = f"leave it off: the best option ({best['method']}) is predicted at {best['speedup']:.2f}x {what}{where}"
     else:
-        verdict = f"no clear gain: the best option ({best['method']}) is predicted at {best['speedup']:.2f}x"
-    return {"verdict": verdict, "best": best, "options": options,
-            "caveat": "Factors measured separately and multiplied; their independence is assumed, not measured."}
+        verdict = f"no clear gain: the best option ({best['method']}) is predicted at {best['speedup']:.2f}x {what}{where}"
+    caveat = ("Latency: prefill and decode times measured at the prompt length (05), decode sped up by the "
+              "workload's decode-only speedup (04) scaled by 05's change with length; that they combine so is "
+              "assumed, not measured." if answers.concurrency == 1 else
+              "Throughput: measured on structured prompts at T=0 (06) and scaled to the workload by 04's batch-1 "
+              "ratio; that scaling is assumed, not measured.")
+    return {"verdict": verdict, "best": best, "options": options, "caveat": caveat, "source": str(source)}
 
 
 def model_pairs(profile) -> dict[str, tuple[object, object, str]]:
@@ -139,30 +221,41 @@ def model_pairs(profile) -> dict[str, tuple[object, object, str]]:
     return pairs
 
 
+def source_of(*frames: pd.DataFrame) -> Source:
+    """The profile, hardware, target and draft named in the rows of ``frames`` (distinct values joined by " / ")."""
+    rows = pd.concat([f[f["method"] != "draft_alone"] for f in frames], ignore_index=True)
+
+    def named(column: str, where: pd.DataFrame = rows) -> str:
+        values = sorted({str(v) for v in where[column].dropna()}) if column in where else []
+        return " / ".join(values) or "unknown"
+
+    return Source(named("profile"), named("hardware"), named("target"),
+                  named("draft", rows[rows["method"] == "draft_model"]))
+
+
 def measurements(profile, batch: pd.DataFrame, max_tokens: int, repetitions: int,
                  exclude_arms: tuple[str, ...] = ()) -> tuple[Measurements, list[str]]:
     """This kit's measurements for the checklist: 04's and 05's results from ``build/results/`` (measured now,
-    smaller, where a file is absent) and 06's ``batch``; speculative arms only, 04 at the profile's k.
-    Returns them and a note for each measurement that had to be made here."""
+    smaller, where a file is absent or predates decode-only speedups) and 06's ``batch``; 04 at the profile's k,
+    speculative arms only; 05 with its baseline rows. Returns them and a note for each measurement made here."""
     from helpers.engines import EngineSpec, shutdown_engine
     from helpers.sweeps import category_grid, long_context_sweep
 
     notes = []
     grid = results.load("04_structured_vs_creative")
-    if grid is None:
+    if grid is None or "decode_speedup" not in grid:
         points = [(c, t, m, profile.k) for c in ("structured", "creative") for t in (0.0, 1.0)
                   for m in ("draft_model", "ngram")]
         grid = category_grid(profile.name, points, n_prompts=1, max_tokens=max_tokens, repetitions=repetitions)
-        notes.append("04's results were absent: measured here, 1 prompt per category, T = 0 and 1")
+        notes.append("04's results were absent or without decode-only speedups: measured here, 1 prompt per "
+                     "category, T = 0 and 1")
     long = results.load("05_long_context")
-    if long is None:
+    if long is None or "decode_speedup" not in long:
         arms = [EngineSpec(profile.name, m, k=profile.k) for m in ("draft_model", "ngram")]
         _, long = long_context_sweep(profile.name, arms, [128, 512], 1, max_tokens, repetitions)
-        notes.append("05's results were absent: measured here at 128 and 512 prompt tokens")
+        notes.append("05's results were absent or without decode-only speedups: measured here at 128 and 512 "
+                     "prompt tokens")
     shutdown_engine()
-    data = Measurements(
-        grid=grid[(grid["arm"] != "baseline") & (grid["k"] == profile.k)],
-        long_context=long[long["arm"] != "baseline"],
-        batch=batch[(batch["arm"] != "baseline") & ~batch["arm"].isin(exclude_arms)],
-    )
-    return data, notes
+    grid = grid[(grid["arm"] != "baseline") & (grid["k"] == profile.k)]
+    batch = batch[(batch["arm"] != "baseline") & ~batch["arm"].isin(exclude_arms)]
+    return Measurements(grid, long, batch, source_of(grid, long, batch)), notes

@@ -109,8 +109,9 @@ class ResultsBrowser:
 
 
 class Checklist:
-    """The decision checklist: workload, temperature, prompt length, concurrency, card and model pair ->
-    :func:`helpers.checklist.recommend` on this kit's measurements, with a reason per answer."""
+    """The decision checklist: workload, temperature, prompt and answer length, concurrency, card and model pair ->
+    :func:`helpers.checklist.recommend` on this kit's measurements, with a reason per answer and where the
+    speedups were measured."""
 
     def __init__(self, data: checklist.Measurements, pairs: dict[str, tuple[object, object, str]]):
         self.data, self.pairs = data, pairs
@@ -121,28 +122,34 @@ class Checklist:
                                                description="temperature", style=style, continuous_update=False)
         self.prompt_tokens = widgets.IntSlider(256, min=16, max=8192, step=16, description="prompt tokens",
                                                style=style, continuous_update=False)
+        self.output_tokens = widgets.IntSlider(256, min=16, max=2048, step=16, description="answer tokens",
+                                               style=style, continuous_update=False)
         self.concurrency = widgets.IntSlider(1, min=1, max=256, description="concurrent requests", style=style,
                                              continuous_update=False)
         self.gpu_gb = widgets.FloatSlider(96, min=8, max=192, step=8, description="GPU memory (GB)", style=style,
                                           continuous_update=False)
-        self.pair = widgets.Dropdown(options=list(pairs), description="model pair", style=style)
+        self.pair = widgets.Dropdown(options=list(pairs), description="model pair (VRAM)", style=style)
         self.result = widgets.HTML()
-        controls = (self.workload, self.temperature, self.prompt_tokens, self.concurrency, self.gpu_gb, self.pair)
+        controls = (self.workload, self.temperature, self.prompt_tokens, self.output_tokens, self.concurrency,
+                    self.gpu_gb, self.pair)
         for control in controls:
             control.observe(lambda _: self.update(), names="value")
-        self.widget = widgets.VBox([widgets.HBox(controls[:3]), widgets.HBox(controls[3:]), self.result])
+        self.widget = widgets.VBox([widgets.HBox(controls[:4]), widgets.HBox(controls[4:]), self.result])
         self.update()
 
     def answers(self) -> checklist.Answers:
         target, draft, dtype = self.pairs[self.pair.value]
         return checklist.Answers(self.workload.value, self.temperature.value, self.prompt_tokens.value,
-                                 self.concurrency.value, self.gpu_gb.value, target, draft, dtype)
+                                 self.concurrency.value, self.gpu_gb.value, target, draft, dtype,
+                                 output_tokens=self.output_tokens.value)
 
     def update(self) -> None:
         self.recommendation = checklist.recommend(self.answers(), self.data)
-        parts = [f"<h4>{self.recommendation['verdict']}</h4>"]
+        parts = [f"<h4>{self.recommendation['verdict']}</h4>",
+                 f"<p>Speedups measured on {self.recommendation['source']}.</p>"]
         for option in self.recommendation["options"]:
             items = "".join(f"<li>{reason}</li>" for reason in option["reasons"])
-            parts.append(f"<b>{option['method']}</b>: predicted {option['speedup']:.2f}x<ul>{items}</ul>")
+            parts.append(f"<b>{option['method']}</b>: predicted {option['speedup']:.2f}x {option['quantity']} "
+                         f"speedup<ul>{items}</ul>")
         parts.append(f"<i>{self.recommendation['caveat']}</i>")
         self.result.value = "".join(parts)
