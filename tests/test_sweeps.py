@@ -5,7 +5,7 @@ import json
 import pandas as pd
 import pytest
 
-from helpers.sweeps import crossover, decode_breakdown, decode_findings, throughput_summary
+from helpers.sweeps import batching_headroom, crossover, decode_breakdown, decode_findings, throughput_summary
 from helpers.workloads import LONG_CONTEXT, chat_token_ids, load_suite, long_context_entries, long_context_prompt
 
 META = {"hardware": "test", "profile": "cpu", "target": "t", "draft": "d", "k": 4, "temperature": 0.0,
@@ -30,10 +30,11 @@ def test_throughput_summary_pairs_repetitions_and_counts_the_whole_batch():
     assert summary.loc["spec", "speedup_ci_low"] <= summary.loc["spec", "speedup"] <= summary.loc["spec", "speedup_ci_high"]
 
 
-def test_crossover_is_the_first_concurrency_that_loses():
+def test_crossover_is_the_first_concurrency_whose_interval_loses():
     summary = pd.DataFrame({"arm": ["a"] * 4 + ["b"] * 2, "concurrency": [1, 2, 4, 8, 1, 8],
-                            "speedup": [1.4, 1.1, 0.9, 0.7, 1.2, 1.01]})
-    assert crossover(summary, "a") == 4
+                            "speedup": [1.4, 0.98, 0.9, 0.7, 1.2, 0.97],
+                            "speedup_ci_high": [1.5, 1.05, 0.95, 0.8, 1.3, 1.02]})
+    assert crossover(summary, "a") == 4  # at 2 the median is below 1 but the interval reaches above it
     assert crossover(summary, "b") is None
 
 
@@ -84,3 +85,13 @@ def test_decode_findings_say_where_decode_itself_slowed_down():
     assert "at 128 prompt tokens: decode itself" not in text
     # tokens per step x0.92, step cost 2.0 -> 2.76 (x1.38): the cost term moved more
     assert "because the verify step's cost grew" in text and "its draft prefills the prompt too" in text
+
+
+def test_batching_headroom_reports_the_baselines_own_gain():
+    summary = pd.DataFrame({"arm": ["baseline"] * 3 + ["spec"], "vs": ["spec"] * 4, "concurrency": [1, 4, 16, 1],
+                            "tok_per_s": [20.0, 60.0, 120.0, 25.0]})
+    lines = batching_headroom(summary, "spec")
+    assert "x3.00 the single request's; a step on 4 sequences took 1.33 single-sequence steps" in lines[1]
+    assert "multiplied the baseline's throughput by 6.0" in lines[-1] and "left much" in lines[-1]
+    busy = summary.assign(tok_per_s=[20.0, 24.0, 30.0, 25.0])
+    assert "already mostly busy" in batching_headroom(busy, "spec")[-1]

@@ -1,0 +1,74 @@
+"""GPU profiles size gpu_memory_utilization from the card; greedy equality is exact only on the cpu profile."""
+
+import pytest
+
+from helpers.profiles import MARGIN_BYTES, PROFILES, first_divergence, for_card, get_profile, memory_fraction
+from helpers.vram import budget
+
+GB = 1e9
+TALK = PROFILES["gpu-talk"]
+
+
+def needs(profile, draft):
+    parts = budget(profile.target, profile.draft(draft), 1, profile.max_model_len, 1, profile.dtype, utilization=1.0)
+    return sum(parts[k] for k in ("target weights", "draft weights", "target KV", "draft KV")) + MARGIN_BYTES
+
+
+def test_a_40_gb_card_leaves_room_for_both_models():
+    fraction = memory_fraction(TALK, 40 * GB)
+    weights = budget(TALK.target, TALK.draft(), 40 * GB, 8192, 1)
+    assert fraction * 40 * GB > weights["target weights"] + weights["draft weights"]  # 18.5 GB; 0.45 gave 18.0 GB
+    # the largest candidate (the 3B draft) sets it: 22.5 GB of weights, 2.0 GB of KV, 4 GiB margin
+    assert fraction * 40 * GB >= needs(TALK, "llama-3.2-3b") > needs(TALK, "llama-3.2-1b")
+    assert fraction == pytest.approx(0.72)
+    assert fraction <= 0.95
+
+
+def test_a_16_gb_card_is_refused_with_the_numbers():
+    with pytest.raises(ValueError) as refused:
+        memory_fraction(TALK, 16 * GB)
+    message = str(refused.value)
+    for number in ("28.8 GB", "22.5 GB of target + draft weights", "2.0 GB of KV", "8,192-token", "16.0 GB card",
+                   "1.80 of"):
+        assert number in message
+
+
+def test_a_larger_card_gets_a_smaller_fraction():
+    for profile in PROFILES.values():
+        assert memory_fraction(profile, 80 * GB) < memory_fraction(profile, 40 * GB)
+    assert for_card(TALK, 80 * GB).engine_options["gpu_memory_utilization"] == memory_fraction(TALK, 80 * GB)
+
+
+def test_without_cuda_no_fraction_is_set():
+    from helpers.profiles import cuda_available
+
+    if cuda_available():
+        pytest.skip("this machine has CUDA")
+    assert "gpu_memory_utilization" not in get_profile("gpu-talk").engine_options
+
+
+def test_greedy_equality_is_exact_only_on_the_cpu_profile():
+    assert get_profile("cpu").exact_greedy
+    assert not any(p.exact_greedy for p in PROFILES.values())
+
+
+@pytest.mark.parametrize("ids, base, expected", [
+    ([1, 2, 3], [1, 2, 3], None),
+    ([1, 2, 3], [1, 5, 3], 1),
+    ([1, 2], [1, 2, 3], 2),  # one stopped early: they differ where the shorter one ends
+    ([], [], None),
+])
+def test_first_divergence(ids, base, expected):
+    assert first_divergence(ids, base) == expected
+
+
+def test_engines_stay_one_at_a_time_when_two_do_not_fit():
+    from dataclasses import replace
+
+    from helpers.engines import MAX_LIVE, max_live
+    from helpers.profiles import get_profile
+
+    talk = get_profile("gpu-talk")
+    assert max_live(replace(talk, engine_options={"gpu_memory_utilization": 0.72})) == 1
+    assert max_live(replace(talk, engine_options={"gpu_memory_utilization": 0.36})) == min(MAX_LIVE, 2)
+    assert max_live(get_profile("cpu")) == MAX_LIVE
