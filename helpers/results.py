@@ -1,7 +1,10 @@
-"""Measured results as CSV under build/results/, so later notebooks (and the checklist) can reuse them."""
+"""Measured results as CSV under build/results/, so later notebooks (and the checklist) can reuse them; and the
+reference results the kit ships under data/reference/<profile>/, measured in full mode with their provenance."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from pathlib import Path
 
@@ -9,7 +12,12 @@ import pandas as pd
 
 from helpers import fast
 
-RESULTS = Path(os.environ.get("SPECDEC_RESULTS", Path(__file__).resolve().parent.parent / "build" / "results"))
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = Path(os.environ.get("SPECDEC_RESULTS", ROOT / "build" / "results"))
+REFERENCE = ROOT / "data" / "reference"
+PROVENANCE = "provenance.json"
+# What the reference results depend on besides the code: the prompt suite and the drafts' weights and training.
+INPUTS = ("data/prompts", "drafts/manifest.json")
 
 
 def path_for(name: str) -> Path:
@@ -27,6 +35,47 @@ def save(frame: pd.DataFrame, name: str) -> Path:
 def load(name: str) -> pd.DataFrame | None:
     path = path_for(name)
     return pd.read_csv(path) if path.exists() else None
+
+
+def input_hashes(root: Path = ROOT) -> dict[str, str]:
+    """sha256 of each input the reference depends on (a folder: over its files' names and bytes, sorted)."""
+    hashes = {}
+    for name in INPUTS:
+        path = root / name
+        digest = hashlib.sha256()
+        for file in sorted(p for p in ([path] if path.is_file() else path.rglob("*")) if p.is_file()):
+            digest.update(file.relative_to(root).as_posix().encode() + b"\0" + file.read_bytes())
+        hashes[name] = digest.hexdigest()
+    return hashes
+
+
+def provenance(profile: str = "cpu") -> dict | None:
+    path = REFERENCE / profile / PROVENANCE
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def stale_reasons(profile: str = "cpu") -> list[str]:
+    """Why the shipped reference for ``profile`` no longer matches the kit's inputs (empty when it does)."""
+    record = provenance(profile)
+    if record is None:
+        return [f"no reference results for profile {profile!r} ({REFERENCE / profile / PROVENANCE} is missing)"]
+    reasons = [f"{name} changed since the reference was measured" for name, digest in input_hashes().items()
+               if record["inputs"].get(name) != digest]
+    reasons += [f"{file} is listed in the provenance but missing" for file in record["files"]
+                if not (REFERENCE / profile / file).exists()]
+    return reasons
+
+
+def load_reference(name: str, profile: str = "cpu") -> pd.DataFrame | None:
+    """The shipped reference result ``name`` for ``profile``, or None if the kit ships none."""
+    path = REFERENCE / profile / f"{name}.csv"
+    return pd.read_csv(path) if path.exists() else None
+
+
+def reference_label(profile: str = "cpu") -> str:
+    """'reference: <hardware>, <date>, <mode> mode' for labelling the shipped results beside this machine's."""
+    record = provenance(profile)
+    return f"reference: {record['hardware']}, {record['date']}, {record['mode']} mode" if record else "no reference"
 
 
 def markdown(frame: pd.DataFrame) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 import numpy as np
+import pandas as pd
 from matplotlib import pyplot as plt
 
 from helpers import checklist, theory
@@ -60,28 +61,48 @@ def speedup_explorer(measured: list[dict] | None = None) -> SpeedupExplorer:
 
 
 class ResultsBrowser:
-    """Sliders for k and temperature and a category dropdown select among precomputed results;
-    the "run live" button re-runs the selected point through ``run_live(category, k, temperature)``."""
+    """Sliders for k and temperature and a category dropdown select among precomputed results from one or more
+    sources (the shipped reference, this machine's run), shown side by side in a table and a plot of speedup
+    against k with the selected point marked; the "run live" button re-runs the selected point through
+    ``run_live(category, k, temperature)``."""
 
-    def __init__(self, results, run_live=None):
-        self.results = results
+    def __init__(self, results, run_live=None, source: str = "this run"):
+        self.results = results.assign(source=source) if "source" not in results else results
         style = {"description_width": "initial"}
-        ks = sorted(results["k"].unique())
-        temps = sorted(results["temperature"].unique())
-        self.category = widgets.Dropdown(options=sorted(results["category"].unique()), description="category")
-        self.k = widgets.SelectionSlider(options=ks, value=ks[0], description="k", style=style,
-                                         continuous_update=False)
-        self.temperature = widgets.SelectionSlider(options=temps, value=temps[0], description="temperature",
-                                                   style=style, continuous_update=False)
+        self.category = widgets.Dropdown(description="category")
+        self.k = widgets.SelectionSlider(options=[0], description="k", style=style, continuous_update=False)
+        self.temperature = widgets.SelectionSlider(options=[0.0], description="temperature", style=style,
+                                                   continuous_update=False)
         self.table = widgets.HTML()
+        self.plot = widgets.Output()
         self.button = widgets.Button(description="run live", icon="play", disabled=run_live is None)
         self.live = widgets.Output()
         self._run_live = run_live
+        self._set_options()
         for control in (self.category, self.k, self.temperature):
             control.observe(lambda _: self.update(), names="value")
         self.button.on_click(lambda _: self.run_live())
         self.widget = widgets.VBox([widgets.HBox([self.category, self.k, self.temperature]), self.table,
-                                    self.button, self.live])
+                                    self.plot, self.button, self.live])
+        self.update()
+
+    def _set_options(self) -> None:
+        """Options are the union over sources; keep the current selection where it still exists."""
+        r = self.results
+        self._quiet = True  # one update after all three controls changed, not one per control
+        for control, options in ((self.category, sorted(r["category"].unique())),
+                                 (self.k, sorted(int(k) for k in r["k"].unique())),
+                                 (self.temperature, sorted(float(t) for t in r["temperature"].unique()))):
+            current = control.value
+            control.options = options
+            control.value = current if current in options else options[0]
+        self._quiet = False
+
+    def add(self, results, source: str) -> None:
+        """Show ``results`` from ``source`` beside what is already shown (replacing an earlier ``source``)."""
+        self.results = pd.concat([self.results[self.results["source"] != source], results.assign(source=source)],
+                                 ignore_index=True)
+        self._set_options()
         self.update()
 
     def selected(self):
@@ -90,14 +111,32 @@ class ResultsBrowser:
                  & (r["temperature"] == self.temperature.value)]
 
     def update(self) -> None:
-        rows = self.selected()
-        if rows.empty:
-            self.table.value = "<i>not measured in this run</i>"
+        if getattr(self, "_quiet", False):
             return
-        cols = ["arm", "speedup", "speedup_ci_low", "speedup_ci_high", "interval", "acceptance_rate",
+        rows = self.selected()
+        cols = ["source", "arm", "speedup", "speedup_ci_low", "speedup_ci_high", "interval", "acceptance_rate",
                 "mean_acceptance_length"]
-        cols = [c for c in cols if c in rows]
-        self.table.value = rows[cols].to_html(index=False, float_format=lambda x: f"{x:.2f}")
+        self.table.value = ("<i>not measured by any source at this point</i>" if rows.empty else
+                            rows[[c for c in cols if c in rows]].to_html(index=False, float_format=lambda x: f"{x:.2f}"))
+        curve = self.results[(self.results["category"] == self.category.value)
+                             & (self.results["temperature"] == self.temperature.value)]
+        self.marked = {}  # source -> (k, speedup) of the circled point, as plotted
+        with self.plot:
+            self.plot.clear_output(wait=True)
+            fig, ax = plt.subplots(figsize=(6.5, 3))
+            for index, (source, group) in enumerate(curve.sort_values("k").groupby("source", sort=False)):
+                err = [group["speedup"] - group["speedup_ci_low"], group["speedup_ci_high"] - group["speedup"]]
+                ax.errorbar(group["k"], group["speedup"], yerr=err, marker="o", capsize=3, color=f"C{index}",
+                            label=source)
+                chosen = group[group["k"] == self.k.value]
+                ax.plot(chosen["k"], chosen["speedup"], "o", ms=14, mfc="none", mec="k", mew=2)
+                self.marked.update({source: (int(k), float(v)) for k, v in zip(chosen["k"], chosen["speedup"])})
+            ax.axhline(1, color="k", ls="--", lw=1)
+            ax.set(xlabel="k (draft tokens)", ylabel="speedup",
+                   title=f"{self.category.value}, T = {self.temperature.value:g} (circle: selected k)")
+            ax.legend(fontsize=8)
+            plt.show()
+            plt.close(fig)
 
     def run_live(self) -> None:
         if self._run_live is None:

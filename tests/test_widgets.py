@@ -39,3 +39,24 @@ def test_results_browser_selects_precomputed_rows_and_runs_live():
     # engines.validate refuses a numpy integer k (isinstance(k, int)): run_live must receive plain numbers
     assert type(calls[0][1]) is int and type(calls[0][2]) is float
     assert not browser.k.continuous_update
+
+
+def test_results_browser_opens_from_the_reference_and_adds_this_run():
+    import pandas as pd
+
+    from helpers.widgets import ResultsBrowser
+
+    def rows(ks, temps, speedup):
+        return pd.DataFrame([{"category": "structured", "k": k, "temperature": t, "arm": f"draft k={k}",
+                              "speedup": speedup, "speedup_ci_low": speedup - 0.1, "speedup_ci_high": speedup + 0.1}
+                             for k in ks for t in temps])
+    browser = ResultsBrowser(rows([1, 2, 4, 8], [0.0, 0.5, 1.0], 1.3), source="reference: CPU, 2026-12-03")
+    assert list(browser.k.options) == [1, 2, 4, 8] and "reference" in browser.table.value
+    browser.k.value, browser.temperature.value = 4, 0.0
+    browser.add(rows([4], [0.0, 1.0], 0.9), "this machine")
+    assert (browser.k.value, browser.temperature.value) == (4, 0.0)  # the selection survives the new options
+    assert "this machine" in browser.table.value and "reference" in browser.table.value
+    assert len(browser.selected()) == 2
+    assert browser.marked == {"reference: CPU, 2026-12-03": (4, 1.3), "this machine": (4, 0.9)}
+    browser.k.value = 8  # measured by the reference only: the table says so by showing only its row
+    assert "this machine" not in browser.table.value and len(browser.selected()) == 1

@@ -1,0 +1,56 @@
+"""The shipped reference results match the kit's inputs, and the modes pick what they say."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from helpers import results
+
+
+def test_reference_is_not_stale():
+    reasons = results.stale_reasons("cpu")
+    assert not reasons, "re-measure with `make reference`: " + "; ".join(reasons)
+
+
+def test_a_changed_input_makes_the_reference_stale(tmp_path, monkeypatch):
+    record = results.provenance("cpu")
+    if record is None:
+        pytest.skip("no reference shipped: test_reference_is_not_stale fails for that")
+    (tmp_path / "data" / "prompts").mkdir(parents=True)
+    (tmp_path / "data" / "prompts" / "suite.jsonl").write_text((results.ROOT / "data/prompts/suite.jsonl").read_text())
+    (tmp_path / "drafts").mkdir()
+    (tmp_path / "drafts" / "manifest.json").write_text((results.ROOT / "drafts/manifest.json").read_text())
+    assert results.input_hashes(tmp_path) == record["inputs"]
+    with (tmp_path / "data" / "prompts" / "suite.jsonl").open("a") as handle:
+        handle.write('{"id": "extra"}\n')
+    assert results.input_hashes(tmp_path)["data/prompts"] != record["inputs"]["data/prompts"]
+
+
+def test_reference_carries_provenance_and_rows():
+    record = results.provenance("cpu")
+    if record is None:
+        pytest.skip("no reference shipped: test_reference_is_not_stale fails for that")
+    assert record["mode"] == "full" and record["vllm"].startswith("vllm") and record["hardware"]
+    for name in ("04_structured_vs_creative", "05_long_context", "06_concurrency"):
+        frame = results.load_reference(name)
+        assert frame is not None and len(frame), name
+        assert {"hardware", "profile", "repetitions"} <= set(frame.columns), name
+
+
+@pytest.mark.parametrize("env, expected", [
+    ({"SPECDEC_MODE": "full"}, "full 3"), ({"SPECDEC_MODE": "workshop"}, "workshop 2"),
+    ({"SPECDEC_FAST": "1"}, "fast 1"), ({}, "workshop 2"), ({"SPECDEC_MODE": "fast", "SPECDEC_FAST": "0"}, "fast 1")])
+def test_one_variable_sets_the_mode(env, expected):
+    clean = {k: v for k, v in os.environ.items() if k not in ("SPECDEC_MODE", "SPECDEC_FAST")}
+    code = "from helpers import fast; print(fast.MODE, fast.pick(3, 1, workshop=2))"
+    out = subprocess.run([sys.executable, "-c", code], env={**clean, **env}, capture_output=True, text=True, check=True)
+    assert out.stdout.split("\n")[-2] == expected
+
+
+def test_an_unknown_mode_is_refused():
+    code = "import helpers.fast"
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "SPECDEC_MODE": "quick"},
+                         capture_output=True, text=True)
+    assert out.returncode != 0 and "choose one of fast, workshop, full" in out.stderr
