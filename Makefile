@@ -6,7 +6,7 @@ REQS ?= requirements/cpu.txt
 STAMP := $(VENV)/.installed
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: setup install models run test lint lab clean
+.PHONY: setup install models run reference test lint lab clean
 
 $(STAMP): requirements/common.txt $(REQS) pyproject.toml scripts/install_requirements.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,8 +26,15 @@ models: $(STAMP)
 
 setup: install models
 
+# Workshop mode (the default): each notebook sized for a workshop slot; the widgets also show the reference.
 run: setup
 	$(BIN)/python scripts/run_notebooks.py --out build
+
+# Full mode on this machine, written to data/reference/cpu/ with provenance: the results the kit ships.
+reference: setup
+	rm -f data/reference/cpu/*.csv data/reference/cpu/provenance.json
+	SPECDEC_MODE=full SPECDEC_RESULTS=$(CURDIR)/data/reference/cpu $(BIN)/python scripts/run_notebooks.py --out build/reference
+	$(BIN)/python scripts/write_provenance.py data/reference/cpu
 
 lint: $(STAMP)
 	$(BIN)/ruff check helpers scripts tests notebooks
@@ -37,6 +44,10 @@ test: setup lint
 
 lab: setup
 	$(BIN)/python -m ipykernel install --user --name specdec-workshop --display-name "specdec-workshop (.venv)"
+	@# No "get notified about Jupyter news?" pop-up over the first notebook (and no requests to the news feed).
+	mkdir -p $(VENV)/share/jupyter/lab/settings
+	echo '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": false}}' \
+		> $(VENV)/share/jupyter/lab/settings/overrides.json
 	$(BIN)/jupyter lab notebooks
 
 clean:

@@ -256,6 +256,22 @@ def measurements(profile, batch: pd.DataFrame, max_tokens: int, repetitions: int
         notes.append("05's results were absent or without decode-only speedups: measured here at 128 and 512 "
                      "prompt tokens")
     shutdown_engine()
-    grid = grid[(grid["arm"] != "baseline") & (grid["k"] == profile.k)]
+    return _assemble(grid, long, batch, profile.k, exclude_arms), notes
+
+
+def _assemble(grid: pd.DataFrame, long: pd.DataFrame, batch: pd.DataFrame, k: int,
+              exclude_arms=()) -> Measurements:
+    grid = grid[(grid["arm"] != "baseline") & (grid["k"] == k)]
     batch = batch[(batch["arm"] != "baseline") & ~batch["arm"].isin(exclude_arms)]
-    return Measurements(grid, long, batch, source_of(grid, long, batch)), notes
+    return Measurements(grid, long, batch, source_of(grid, long, batch))
+
+
+def reference_measurements(profile) -> Measurements | None:
+    """The checklist's measurements from the reference results the kit ships for ``profile`` (04, 05, 06 in full
+    mode, ``data/reference/<profile>/``), without the k-by-batch-size arm; None when the kit ships none."""
+    frames = [results.load_reference(name, profile.name)
+              for name in ("04_structured_vs_creative", "05_long_context", "06_concurrency")]
+    if any(frame is None for frame in frames):
+        return None
+    grid, long, batch = frames
+    return _assemble(grid, long, batch, profile.k, tuple(a for a in batch["arm"].unique() if "by batch size" in a))

@@ -60,6 +60,19 @@ def speedup_explorer(measured: list[dict] | None = None) -> SpeedupExplorer:
     return SpeedupExplorer(measured)
 
 
+def reference_points(profile: str, k: int) -> list[dict]:
+    """The explorer's points from the shipped reference (notebook 04, full mode): per category and temperature,
+    the draft model at ``k`` as alpha (from its acceptance rate) and its measured decode-only speedup."""
+    from helpers import results
+
+    grid = results.load_reference("04_structured_vs_creative", profile)
+    if grid is None:
+        return []
+    rows = grid[(grid["method"] == "draft_model") & (grid["k"] == k) & grid["acceptance_rate"].notna()]
+    return [{"alpha": theory.alpha_from_acceptance_rate(row.acceptance_rate, k), "speedup": row.decode_speedup,
+             "label": f"reference: {row.category}, T={row.temperature:g}"} for row in rows.itertuples()]
+
+
 class ResultsBrowser:
     """Sliders for k and temperature and a category dropdown select among precomputed results from one or more
     sources (the shipped reference, this machine's run), shown side by side in a table and a plot of speedup
@@ -130,7 +143,8 @@ class ResultsBrowser:
                             label=source)
                 chosen = group[group["k"] == self.k.value]
                 ax.plot(chosen["k"], chosen["speedup"], "o", ms=14, mfc="none", mec="k", mew=2)
-                self.marked.update({source: (int(k), float(v)) for k, v in zip(chosen["k"], chosen["speedup"])})
+                for k, value in zip(chosen["k"], chosen["speedup"]):
+                    self.marked[source] = (int(k), float(value))
             ax.axhline(1, color="k", ls="--", lw=1)
             ax.set(xlabel="k (draft tokens)", ylabel="speedup",
                    title=f"{self.category.value}, T = {self.temperature.value:g} (circle: selected k)")

@@ -54,3 +54,19 @@ def test_an_unknown_mode_is_refused():
     out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "SPECDEC_MODE": "quick"},
                          capture_output=True, text=True)
     assert out.returncode != 0 and "choose one of fast, workshop, full" in out.stderr
+
+
+def test_the_checklist_and_browser_open_from_the_reference():
+    from helpers import checklist
+    from helpers.profiles import get_profile
+    from helpers.widgets import Checklist, ResultsBrowser
+
+    profile = get_profile("cpu")
+    data = checklist.reference_measurements(profile)
+    if data is None:
+        pytest.skip("no reference shipped: test_reference_is_not_stale fails for that")
+    widget = Checklist(data, checklist.model_pairs(profile))
+    assert "cpu profile" in widget.result.value and widget.recommendation["options"]
+    grid = results.load_reference("04_structured_vs_creative")
+    browser = ResultsBrowser(grid[grid["method"] == "draft_model"], source=results.reference_label())
+    assert "reference:" in browser.table.value and len(browser.k.options) >= 3
