@@ -7,6 +7,7 @@ its error, and the others run; the script exits non-zero at the end, naming ever
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from pathlib import Path
@@ -17,6 +18,18 @@ from nbclient.exceptions import CellExecutionError
 from nbconvert import HTMLExporter
 
 ROOT = Path(__file__).resolve().parent.parent
+VLLM_LOG = re.compile(r"^\(?[\w ]*\)?\s*(INFO|WARNING|DEBUG) \d\d-\d\d \d\d:\d\d:\d\d", re.MULTILINE)
+
+
+def log_lines(nb: nbformat.NotebookNode) -> dict[str, int]:
+    """vLLM log lines ("INFO 12-03 10:24:15 [file.py:12] ...") that reached the notebook's outputs, by level."""
+    counts = {"INFO": 0, "WARNING": 0, "DEBUG": 0}
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            text = output.get("text", "") if output.get("output_type") == "stream" else ""
+            for match in VLLM_LOG.finditer(text):
+                counts[match.group(1)] += 1
+    return counts
 
 
 def execute(path: Path) -> tuple[nbformat.NotebookNode, str | None]:
@@ -51,7 +64,9 @@ def main() -> None:
         nb, error = execute(path)
         body, _ = HTMLExporter().from_notebook_node(nb)
         (out / f"{path.stem}.html").write_text(body)
-        status = f"FAILED ({error})" if error else "ok"
+        logs = log_lines(nb)
+        status = (f"FAILED ({error})" if error else "ok") + (
+            f"; vLLM log lines in outputs: {logs['INFO']} INFO, {logs['WARNING']} WARNING" if any(logs.values()) else "")
         print(f"{path.name}: {time.perf_counter() - start:.0f} s -> {args.out / (path.stem + '.html')} {status}",
               flush=True)
         if error:

@@ -45,3 +45,21 @@ def test_an_engine_run_prints_no_info_lines_unless_asked(cpu_models):
     loud = subprocess.run([sys.executable, "-c", ENGINE], env={**env, "SPECDEC_VLLM_LOGS": "1"}, cwd=ROOT,
                           capture_output=True, text=True, timeout=600)
     assert loud.returncode == 0 and " INFO " in loud.stdout + loud.stderr
+
+
+def test_an_executed_notebook_has_no_vllm_info_lines(cpu_models, tmp_path):
+    import importlib.util
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    spec = importlib.util.spec_from_file_location("run_notebooks", ROOT / "scripts" / "run_notebooks.py")
+    runner = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(runner)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(ENGINE.replace('if __name__ == "__main__":\n', "")
+                                                                     .replace("\n    ", "\n"))])
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}).execute()
+    assert runner.log_lines(nb)["INFO"] == 0
+    loud = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('print("INFO 12-03 10:24:15 [core.py:1] x")')])
+    NotebookClient(loud, timeout=60, kernel_name="python3").execute()
+    assert runner.log_lines(loud) == {"INFO": 1, "WARNING": 0, "DEBUG": 0}  # the counter does see a log line
