@@ -1,0 +1,549 @@
+"""Notebook 07's logic: an attendee's workload measured on real vLLM servers, against the checklist's prediction.
+
+The parts, in the order the notebook uses them:
+
+* :func:`prepare` picks the prompts (pasted text, a file, or the kit's structured prompts) and checks them and the
+  whole plan (methods, concurrencies, repetitions, deployment URLs, workload kind) before any server starts.
+* :func:`checklist_data` and :func:`predictions`: notebook 06's checklist for this workload at each concurrency,
+  from this machine's results of 04-06 (``build/results/``) or the kit's reference results.
+* :func:`measure`: one server per method at a time (``helpers.serving.Server``: started on 127.0.0.1,
+  health-checked, always stopped; or ``Server.from_url`` for an existing deployment), ``vllm bench serve`` at
+  each concurrency and repetition, the server's ``/metrics`` speculation counters read before and after each
+  run; one tidy row per run.
+* :func:`speedups`, :func:`compare`, :func:`agreement`: the measured speedup per concurrency (repetition i of a
+  method paired with repetition i of the baseline, ``timing.speedup_interval`` and ``timing.verdict``), the
+  prediction's error, and computed sentences on whether the direction agrees with notebooks 04 and 06.
+* :func:`itl_table` and :func:`itl_sentences`: per-event ITL against TPOT, the ITL pitfall on served data.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from helpers import checklist, fast, results, serving
+from helpers.metrics import SpecCounters
+from helpers.profiles import Profile
+from helpers.timing import speedup_interval, verdict
+from helpers.workload_files import Workload, check_run_settings, prepare_workload, token_counter
+from helpers.workloads import CATEGORIES, SUITE, prompts
+
+METHODS = serving.SERVE_METHODS  # baseline, draft_model, ngram
+BASELINE = "baseline"
+KIT_PROMPTS = f"the kit's structured prompts ({SUITE.parent.parent.name}/{SUITE.parent.name}/{SUITE.name})"
+RESULTS_NAME = "07_your_workload"
+CHECKLIST_NOTEBOOKS = ("04_structured_vs_creative", "05_long_context", "06_concurrency")
+# Counter columns of a row: this module's own /metrics difference around the whole client run, under the
+# kit's names; the client's own difference (after its warm-up, parse_bench's names) is kept with a bench_ prefix.
+COUNTER_COLUMNS = ("drafts", "draft_tokens", "accepted_tokens", "acceptance_rate", "mean_acceptance_length",
+                   "position_acceptance")
+
+
+# --------------------------------------------------------------------------------------------- checking
+
+
+def prompt_box(rows: int = 6):
+    """A text area for pasted prompts (one per line); the notebook reads its ``.value`` in the next cell."""
+    import ipywidgets as widgets
+
+    return widgets.Textarea(value="", placeholder="Paste prompts here, one per line (leave empty to use the file "
+                            "or the kit's prompts)", rows=rows, layout=widgets.Layout(width="100%"),
+                            continuous_update=False)
+
+
+def check_plan(methods: Sequence[str] | None = None, concurrencies: Sequence[int] = (1,), repetitions: int = 1,
+               base_urls: Mapping[str, str] | None = None, workload_kind: str | None = None) -> tuple[str, ...]:
+    """Raise ``ValueError`` for a plan that would fail or mean nothing; returns the methods to measure.
+
+    ``methods`` defaults to ``base_urls``' keys when given (in the kit's order), else all of :data:`METHODS`.
+    The baseline must be among them: every speedup is against it.
+    """
+    if base_urls is not None:
+        if not isinstance(base_urls, Mapping) or not base_urls:
+            raise ValueError(f"BASE_URLS must be None or a dict such as {{'baseline': 'http://host:8000', "
+                             f"'draft_model': 'http://host:8001'}}, got {base_urls!r}")
+        unknown = [m for m in base_urls if m not in METHODS]
+        if unknown:
+            raise ValueError(f"BASE_URLS names unknown methods {unknown}; use keys from {METHODS}")
+        bad = {m: u for m, u in base_urls.items() if not isinstance(u, str) or not u.startswith(("http://", "https://"))}
+        if bad:
+            raise ValueError(f"BASE_URLS values must be URLs starting with http:// or https:// (the server's base URL, "
+                             f"without /v1), got {bad}")
+    if methods is None:
+        methods = tuple(m for m in METHODS if base_urls is None or m in base_urls)
+    methods = tuple(methods)
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown or not methods:
+        raise ValueError(f"methods must be some of {METHODS}, got {list(methods)}")
+    if len(set(methods)) != len(methods):
+        raise ValueError(f"methods {list(methods)} name one method twice")
+    if BASELINE not in methods:
+        raise ValueError(f"methods {list(methods)} lack 'baseline': every speedup is measured against it")
+    if len(methods) < 2:
+        raise ValueError("measure at least one speculative method beside the baseline ('draft_model', 'ngram')")
+    if base_urls is not None:
+        missing = [m for m in methods if m not in base_urls]
+        if missing:
+            raise ValueError(f"BASE_URLS has no URL for {missing}: give one per method, or leave them out of methods")
+    if isinstance(concurrencies, int | str) or not len(concurrencies):
+        raise ValueError(f"CONCURRENCIES must be a non-empty list of whole numbers >= 1, got {concurrencies!r}")
+    for c in concurrencies:
+        check_run_settings(c, 1, 0.0)  # concurrency must be a whole number >= 1
+    if len(set(concurrencies)) != len(concurrencies):
+        raise ValueError(f"CONCURRENCIES {list(concurrencies)} repeat a value")
+    if isinstance(repetitions, bool) or not isinstance(repetitions, int) or repetitions < 1:
+        raise ValueError(f"repetitions must be a whole number >= 1, got {repetitions!r}")
+    if workload_kind is not None and workload_kind not in CATEGORIES:
+        raise ValueError(f"WORKLOAD_KIND must be one of {CATEGORIES} (the categories the checklist measured in "
+                         f"notebook 04), got {workload_kind!r}")
+    return methods
+
+
+@functools.cache
+def _counter(tokenizer: str):
+    return token_counter(tokenizer)
+
+
+def prepare(path: str | Path | None = None, pasted: str | None = None, *, profile: Profile, max_tokens: int,
+            temperature: float, concurrencies: Sequence[int], repetitions: int, num_prompts: int | None = None,
+            methods: Sequence[str] | None = None, base_urls: Mapping[str, str] | None = None,
+            workload_kind: str | None = None, request_rate: float = math.inf, text_mode: str = "lines",
+            tokenizer: Any = None) -> Workload:
+    """The checked workload, before any server starts; ``ValueError`` (or ``FileNotFoundError``) otherwise.
+
+    Prompts come from ``pasted`` text when it is not None, else from the file at ``path``, else from the kit's
+    structured prompts. ``num_prompts`` requests per run (default: one per prompt; more repeat prompts, fewer take
+    the first ones). Prompt lengths are counted with ``tokenizer`` (default: the profile's target, as the server
+    counts them) against the profile's ``max_model_len``. ``concurrency`` of the result is the largest one asked.
+    """
+    check_plan(methods, concurrencies, repetitions, base_urls, workload_kind)
+    if pasted is not None:
+        source, label = pasted, "pasted text"
+    elif path is not None and str(path).strip():
+        source, label = Path(str(path).strip()).expanduser(), None
+    else:
+        source, label = prompts("structured"), KIT_PROMPTS
+    counter = tokenizer if tokenizer is not None else profile.target
+    counter = _counter(str(counter)) if isinstance(counter, str | Path) else counter
+    workload = prepare_workload(source, max_model_len=profile.max_model_len, max_tokens=max_tokens,
+                                concurrency=max(concurrencies), temperature=temperature, num_prompts=num_prompts,
+                                tokenizer=counter, text_mode=text_mode, request_rate=request_rate)
+    return replace(workload, source=label) if label else workload
+
+
+def describe_workload(workload: Workload) -> str:
+    """One line: how many prompts, from where, their token lengths, and the run settings."""
+    counts = workload.prompt_tokens
+    lengths = (f", {int(np.median(counts))} prompt tokens median ({min(counts)}-{max(counts)}, with the chat template)"
+               if counts else "")
+    return (f"{len(workload)} prompts from {workload.source}{lengths}; {workload.num_prompts} requests per run, "
+            f"max_tokens {workload.max_tokens}, temperature {workload.temperature:g}")
+
+
+def short_source(workload: Workload) -> str:
+    """Where the prompts came from, short enough for a figure's footer: a file's name, not its path."""
+    if workload.source == KIT_PROMPTS:
+        return "the kit's structured prompts"
+    return workload.source if workload.source in ("pasted text", "list") else Path(workload.source).name
+
+
+# --------------------------------------------------------------------------------------------- the prediction
+
+
+def checklist_data(profile: Profile) -> tuple[checklist.Measurements | None, str]:
+    """The checklist's measurements and where they come from: this machine's results of notebooks 04-06 in
+    ``build/results/`` (this mode, this profile, 04 and 05 with decode-only speedups), else the kit's reference
+    results for the profile, else None with the reason."""
+    frames = [results.load(name) for name in CHECKLIST_NOTEBOOKS]
+    if all(f is not None for f in frames):
+        grid, long, batch = frames
+        usable = ("decode_speedup" in grid and "decode_speedup" in long
+                  and all(set(f["profile"].dropna()) == {profile.name} for f in frames))
+        if usable:
+            dynamic = tuple(a for a in batch["arm"].unique() if "by batch size" in str(a))
+            data = checklist._assemble(grid, long, batch, profile.k, dynamic)
+            if len(data.grid) and len(data.batch):
+                return data, f"this machine's results of notebooks 04-06 (build/results/, {fast.MODE} mode)"
+    reference = checklist.reference_measurements(profile)
+    if reference is not None:
+        return reference, results.reference_label(profile.name)
+    return None, (f"no results of notebooks 04-06 for profile {profile.name!r} in build/results/ (with decode-only "
+                  "speedups) and no reference shipped for it: run notebooks 04-06 first for a prediction")
+
+
+def predictions(data: checklist.Measurements, *, workload_kind: str, temperature: float, prompt_tokens: int,
+                output_tokens: int, concurrencies: Sequence[int], target_config: object, draft_config: object,
+                dtype: str = "bfloat16", gpu_gb: float | None = None) -> pd.DataFrame:
+    """``checklist.recommend`` at each concurrency: one row per (method, concurrency) with the predicted speedup,
+    its quantity (latency at 1 request, throughput above), whether the pair fits ``gpu_gb`` (default: this card's
+    memory; 96 GB, notebook 06's card, without CUDA) and the verdict."""
+    check_plan(None, concurrencies, 1, None, workload_kind)
+    gpu_gb = gpu_gb if gpu_gb is not None else card_gb()
+    rows = []
+    for c in concurrencies:
+        answers = checklist.Answers(workload=workload_kind, temperature=temperature, prompt_tokens=int(prompt_tokens),
+                                    concurrency=int(c), gpu_gb=gpu_gb, target_config=target_config,
+                                    draft_config=draft_config, dtype=dtype, output_tokens=int(output_tokens))
+        result = checklist.recommend(answers, data)
+        for option in result["options"]:
+            rows.append({"method": option["method"], "concurrency": int(c), "quantity": option["quantity"],
+                         "predicted": option["speedup"], "fits": option["fits"], "verdict": result["verdict"],
+                         "reasons": option["reasons"]})
+    return pd.DataFrame(rows)
+
+
+def card_gb(default: float = 96.0) -> float:
+    """This GPU's memory in GB, or ``default`` without CUDA (the VRAM check is then about that card, not this CPU)."""
+    from helpers.profiles import cuda_available
+
+    if not cuda_available():
+        return default
+    import torch
+
+    return torch.cuda.get_device_properties(0).total_memory / 1e9
+
+
+# --------------------------------------------------------------------------------------------- the measurement
+
+
+def counter_columns(before: SpecCounters | None, after: SpecCounters | None) -> dict[str, Any]:
+    """The speculation counters of one run (``after - before``) as row columns; NaN where the server has none."""
+    if after is None:
+        return {c: (float("nan") if c != "position_acceptance" else []) for c in COUNTER_COLUMNS}
+    run = after - (before or SpecCounters())
+    values = run.as_dict()
+    return {c: values[c] for c in COUNTER_COLUMNS}
+
+
+def _short(model: str | None) -> str:
+    return str(model or "unknown").rstrip("/").split("/")[-1]
+
+
+def labels(profile: Profile, method: str, base_url: str | None = None) -> dict[str, Any]:
+    """hardware, profile, target, draft, method, k, arm of a row, as the kit's other rows; for a deployment
+    (``base_url``) the hardware is the URL and the target and draft are filled from the result."""
+    if base_url is not None:
+        return {"hardware": f"deployment at {base_url}", "profile": profile.name, "target": None,
+                "draft": "(the deployment's)" if method != BASELINE else "", "method": method, "k": float("nan"),
+                "arm": method}
+    from helpers.engines import EngineSpec
+    from helpers.timing import describe_spec
+
+    return describe_spec(EngineSpec(profile.name, method, k=profile.k))
+
+
+def measure_point(server: serving.Server, workload: Workload, concurrency: int, repetition: int,
+                  row_labels: dict[str, Any], result_dir: Path, request_rate: float = math.inf,
+                  **bench_options: Any) -> dict[str, Any]:
+    """One ``vllm bench serve`` run at ``concurrency`` with the server's counters read before and after it."""
+    point = replace(workload, concurrency=concurrency, num_prompts=max(workload.num_prompts, concurrency))
+    before = serving.spec_counters(server.base_url)
+    path = serving.bench_workload(server, point, dataset_path=result_dir / "dataset.jsonl", result_dir=result_dir,
+                                  request_rate=request_rate, label=f"{row_labels['method']}-r{repetition}",
+                                  **bench_options)
+    after = serving.spec_counters(server.base_url)
+    bench = serving.parse_bench(path)
+    for column in COUNTER_COLUMNS:
+        bench[f"bench_{column}"] = bench.pop(column)
+    row = {**row_labels, **bench, "method": row_labels["method"], "concurrency": concurrency,
+           "repetition": repetition, "temperature": workload.temperature, "max_tokens": workload.max_tokens,
+           "source": workload.source, **counter_columns(before, after)}
+    if row.get("target") is None:
+        row["target"] = _short(bench.get("model"))
+    row["tokens_per_request"] = row["output_tokens"] / row["completed"] if row.get("completed") else float("nan")
+    return row
+
+
+def measure(profile: Profile, workload: Workload, methods: Sequence[str] | None = None,
+            concurrencies: Sequence[int] = (1,), repetitions: int = 1, base_urls: Mapping[str, str] | None = None,
+            result_dir: str | Path | None = None, request_rate: float = math.inf, port: int = serving.DEFAULT_PORT,
+            progress: bool = True, server_options: dict[str, Any] | None = None,
+            **bench_options: Any) -> pd.DataFrame:
+    """Each method's server in turn (one at a time), each repetition, each concurrency: one tidy row per run.
+
+    Without ``base_urls`` each server is started here on 127.0.0.1:``port`` with the profile's k and default draft
+    and stopped at the end of its block, also on an error or an interrupted cell; with ``base_urls`` the
+    deployment's servers are health-checked first and never started or stopped. ``server_options`` go to
+    ``serving.Server`` (e.g. ``tensor_parallel_size``), ``bench_options`` to ``serving.run_bench``.
+    """
+    methods = check_plan(methods, concurrencies, repetitions, base_urls)
+    check_run_settings(max(concurrencies), workload.max_tokens, workload.temperature, workload.num_prompts,
+                       request_rate)
+    result_dir = Path(result_dir or serving.BUILD / "bench" / RESULTS_NAME)
+    result_dir.mkdir(parents=True, exist_ok=True)
+    if base_urls is not None:  # every deployment answers before anything is measured
+        servers = {m: serving.Server.from_url(base_urls[m]) for m in methods}
+    else:  # every command is built and checked, and the port is free, before the first server starts
+        servers = {m: serving.Server(profile, m, k=profile.k, port=port, **(server_options or {})) for m in methods}
+        serving.check_port_free(port)
+    total = len(methods) * repetitions * len(concurrencies)
+    bar = _progress(total) if progress else None
+    rows = []
+    try:
+        for method, server in servers.items():
+            row_labels = labels(profile, method, server.base_url if base_urls is not None else None)
+            with server:
+                for repetition in range(repetitions):
+                    for c in concurrencies:
+                        if bar is not None:
+                            bar.set_postfix_str(f"{method}, repetition {repetition + 1}, concurrency {c}")
+                        rows.append({**measure_point(server, workload, c, repetition, row_labels, result_dir,
+                                                     request_rate, **bench_options), "repetitions": repetitions})
+                        if bar is not None:
+                            bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+        measure.partial = pd.DataFrame(rows)  # what was measured before an error or an interrupt
+    return pd.DataFrame(rows)
+
+
+def _progress(total: int):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc="bench runs", unit="run")
+
+
+# --------------------------------------------------------------------------------------------- the verdict
+
+
+def _pooled(group: pd.DataFrame) -> tuple[float, float]:
+    """Acceptance rate and mean acceptance length over all runs of ``group`` (counts summed, then divided)."""
+    if "draft_tokens" not in group:
+        return float("nan"), float("nan")
+    drafts, draft_tokens, accepted = (pd.to_numeric(group[c], errors="coerce").sum()
+                                      for c in ("drafts", "draft_tokens", "accepted_tokens"))
+    return (accepted / draft_tokens if draft_tokens else float("nan"),
+            1 + accepted / drafts if drafts else float("nan"))
+
+
+def speedups(table: pd.DataFrame, baseline: str = BASELINE) -> pd.DataFrame:
+    """Per speculative method and concurrency: output-throughput speedup over the baseline.
+
+    Repetition i of the method is paired with repetition i of the baseline at the same concurrency; estimate and
+    interval come from ``timing.speedup_interval`` (below 5 pairs: the median and the range, labelled so in
+    ``interval``), the verdict from ``timing.verdict``. ``e2el_speedup`` pairs the median end-to-end latencies the
+    same way (the median of the ratios). Also the medians over repetitions of both throughputs, TTFT, TPOT and ITL,
+    and the pooled acceptance.
+    """
+    base = table[table["method"] == baseline]
+    if base.empty:
+        raise ValueError(f"no {baseline!r} rows: every speedup is against the baseline")
+    rows = []
+    for (method, c), group in table[table["method"] != baseline].groupby(["method", "concurrency"], sort=False):
+        b = base[base["concurrency"] == c].set_index("repetition")
+        arm = group.set_index("repetition")
+        ratio = (arm["output_throughput"] / b["output_throughput"]).dropna()
+        interval = speedup_interval(ratio.to_numpy())
+        acceptance, length = _pooled(group)
+        row = {"method": method, "concurrency": c, "repetitions": int(group["repetition"].nunique()),
+               "pairs": len(ratio), "tok_per_s": float(arm["output_throughput"].median()),
+               "baseline_tok_per_s": float(b["output_throughput"].median()) if len(b) else float("nan"),
+               "speedup": interval["speedup"], "speedup_ci_low": interval["low"],
+               "speedup_ci_high": interval["high"], "interval": interval["interval"],
+               "e2el_speedup": float((b["median_e2el_ms"] / arm["median_e2el_ms"]).dropna().median()),
+               "median_ttft_ms": float(arm["median_ttft_ms"].median()),
+               "median_tpot_ms": float(arm["median_tpot_ms"].median()),
+               "median_itl_ms": float(arm["median_itl_ms"].median()),
+               "acceptance_rate": acceptance, "mean_acceptance_length": length,
+               "tokens_per_request": float(arm["tokens_per_request"].median()) if "tokens_per_request" in arm
+               else float("nan")}
+        row["verdict"] = verdict(row)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def compare(measured: pd.DataFrame, predicted: pd.DataFrame) -> pd.DataFrame:
+    """The measured speedups beside the checklist's prediction: ``error`` = measured / predicted - 1, and
+    ``inside`` whether the prediction lies within the measured interval (or range)."""
+    keep = ["method", "concurrency", "quantity", "predicted", "fits"]
+    merged = measured.merge(predicted[keep], on=["method", "concurrency"], how="left")
+    merged["error"] = merged["speedup"] / merged["predicted"] - 1
+    merged["inside"] = (merged["speedup_ci_low"] <= merged["predicted"]) & (merged["predicted"] <= merged["speedup_ci_high"])
+    return merged
+
+
+def direction(low: float, high: float) -> str:
+    """'paid' (the whole interval above 1), 'lost' (the whole interval below 1) or 'unclear' (it holds 1)."""
+    if low > 1:
+        return "paid"
+    if high < 1:
+        return "lost"
+    return "unclear"
+
+
+def _said(direction_: str) -> str:
+    return {"paid": "it paid (the whole interval above 1)", "lost": "it lost (the whole interval below 1)",
+            "unclear": "no clear effect (the interval holds 1)"}[direction_]
+
+
+def verdict_lines(compared: pd.DataFrame) -> list[str]:
+    """One sentence per (method, concurrency): measured speedup, its interval and kind, verdict, and the prediction."""
+    lines = []
+    for row in compared.sort_values(["method", "concurrency"]).itertuples():
+        line = (f"{row.method} at concurrency {row.concurrency}: {row.speedup:.2f}x output throughput "
+                f"[{row.speedup_ci_low:.2f}, {row.speedup_ci_high:.2f}] ({row.interval}): "
+                f"{_said(direction(row.speedup_ci_low, row.speedup_ci_high))}; verdict: {row.verdict}")
+        if "predicted" in compared and row.predicted == row.predicted:
+            inside = "inside" if row.inside else "outside"
+            line += (f". Checklist: {row.predicted:.2f}x {row.quantity} ({inside} the measured interval; "
+                     f"measured / predicted - 1 = {row.error:+.0%})")
+        lines.append(line)
+    return lines
+
+
+def _nearest(values: Sequence[float], value: float) -> float:
+    """The value nearest ``value`` in log scale; of two equally near, the larger."""
+    return min(sorted(values, reverse=True), key=lambda v: abs(math.log(v) - math.log(value)))
+
+
+def agreement(measured: pd.DataFrame, data: checklist.Measurements | None, workload_kind: str,
+              temperature: float, table: pd.DataFrame | None = None) -> list[str]:
+    """Computed sentences: at the lowest concurrency, did each method pay, as notebook 04 measured for this workload
+    kind and temperature (one request at a time)? At the highest, did it stop paying, as 06 measured there? Where
+    the direction differs, the differences between the two measurements that the numbers show."""
+    lines = []
+    if data is None:
+        return ["No results of notebooks 04 and 06 to compare the direction with."]
+    for method, group in measured.groupby("method", sort=False):
+        group = group.sort_values("concurrency")
+        low, high = group.iloc[0], group.iloc[-1]
+        low_dir = direction(low.speedup_ci_low, low.speedup_ci_high)
+        grid = data.grid[(data.grid["method"] == method) & (data.grid["category"] == workload_kind)]
+        if low.concurrency != 1:
+            lines.append(f"{method}: the lowest concurrency measured is {low.concurrency}, not 1: no comparison "
+                         "with notebook 04 (one request at a time).")
+        elif grid.empty:
+            lines.append(f"{method}: notebook 04 has no {workload_kind!r} point for it.")
+        else:
+            point = grid.loc[(grid["temperature"] - temperature).abs().idxmin()]
+            ref_dir = direction(point.speedup_ci_low, point.speedup_ci_high)
+            same = (low_dir == "paid") == (ref_dir == "paid")
+            lines.append(
+                f"{method} at 1 request: served {low.speedup:.2f}x [{low.speedup_ci_low:.2f}, "
+                f"{low.speedup_ci_high:.2f}], {_said(low_dir)}; notebook 04 ({workload_kind}, T={point.temperature:g}, "
+                f"offline engine): {point.speedup:.2f}x [{point.speedup_ci_low:.2f}, {point.speedup_ci_high:.2f}], "
+                f"{_said(ref_dir)}. " + ("Same direction." if same else "The direction differs:"))
+            if not same:
+                lines += ["  " + s for s in _differences_04(low, point, table)]
+        batch = data.batch[data.batch["method"] == method]
+        if high.concurrency == low.concurrency:
+            continue
+        if batch.empty:
+            lines.append(f"{method}: notebook 06 has no throughput measurement for it.")
+            continue
+        at = _nearest(batch["concurrency"].unique(), high.concurrency)
+        ref = batch[batch["concurrency"] == at].iloc[0]
+        ref_dir = direction(ref.speedup_ci_low, ref.speedup_ci_high)
+        high_dir = direction(high.speedup_ci_low, high.speedup_ci_high)
+        same = (high_dir == "paid") == (ref_dir == "paid")
+        where = "the same concurrency" if at == high.concurrency else f"the measured concurrency nearest {high.concurrency}"
+        lines.append(
+            f"{method} at {high.concurrency} requests: served {high.speedup:.2f}x [{high.speedup_ci_low:.2f}, "
+            f"{high.speedup_ci_high:.2f}], {_said(high_dir)}; notebook 06 at {at} ({where}; structured, T=0): "
+            f"{ref.speedup:.2f}x [{ref.speedup_ci_low:.2f}, {ref.speedup_ci_high:.2f}], {_said(ref_dir)}. "
+            + ("Same direction." if same else "The direction differs:"))
+        if not same:
+            lines += ["  " + s for s in _differences_06(high, low, table)]
+    return lines
+
+
+def _differences_04(row, point, table: pd.DataFrame | None) -> list[str]:
+    out = []
+    if row.acceptance_rate == row.acceptance_rate and point.acceptance_rate == point.acceptance_rate:
+        out.append(f"acceptance here {row.acceptance_rate:.0%}, in 04 {point.acceptance_rate:.0%}: "
+                   + ("the prompts or settings differ in how predictable they are" if
+                      abs(row.acceptance_rate - point.acceptance_rate) > 0.05 else "about the same, so the cost side differs"))
+    out.append(f"the served speedup is output throughput over whole runs (TTFT, HTTP and streaming included; "
+               f"end-to-end latency ratio here {row.e2el_speedup:.2f}x); 04's is end-to-end time per token of the "
+               "offline engine, without a server")
+    if table is not None and len(table):
+        source, tokens = table["source"].iloc[0], row.tokens_per_request
+        if source != KIT_PROMPTS:
+            out.append(f"the prompts are {source}, not 04's")
+        if tokens == tokens:
+            out.append(f"requests wrote {tokens:.0f} tokens on average (max_tokens {int(table['max_tokens'].iloc[0])})")
+    out.append(f"on a CPU the API server's process shares this machine's {os.cpu_count()} cores with the engine")
+    return out
+
+
+def _differences_06(high, low, table: pd.DataFrame | None) -> list[str]:
+    out = ["06 submitted its n requests at once, each writing exactly max_tokens (ignore_eos), in one offline call; "
+           f"here {high.concurrency} requests stay in flight and each stops at its end of sequence"]
+    if high.baseline_tok_per_s == high.baseline_tok_per_s and low.baseline_tok_per_s == low.baseline_tok_per_s:
+        gain = high.baseline_tok_per_s / low.baseline_tok_per_s
+        out.append(f"the served baseline's throughput rose x{gain:.2f} from {low.concurrency} to {high.concurrency} "
+                   "concurrent requests: " + ("batching filled capacity that one request left idle, the capacity "
+                                              "speculation spends at one request" if gain >= 2 else
+                                              "the machine was already busy with one request, with little spare "
+                                              "capacity for draft tokens at any concurrency"))
+    if high.acceptance_rate == high.acceptance_rate:
+        out.append(f"acceptance here {high.acceptance_rate:.0%} at {high.concurrency} requests "
+                   f"(against {low.acceptance_rate:.0%} at {low.concurrency})")
+    if table is not None and len(table):
+        runs = table[(table["concurrency"] == high.concurrency)]
+        if "num_prompts" in runs and len(runs):
+            out.append(f"{int(runs['num_prompts'].iloc[0])} requests per run at that concurrency: a short run "
+                       "spends a larger share of its time filling and draining the batch")
+    return out
+
+
+# --------------------------------------------------------------------------------------------- the ITL pitfall
+
+
+def itl_table(table: pd.DataFrame) -> pd.DataFrame:
+    """Per method and concurrency (baseline included): median over repetitions of the runs' median TPOT and median
+    ITL, their ratio, and the pooled mean acceptance length (tokens per verify step)."""
+    rows = []
+    for (method, c), group in table.groupby(["method", "concurrency"], sort=False):
+        tpot, itl = float(group["median_tpot_ms"].median()), float(group["median_itl_ms"].median())
+        rows.append({"method": method, "concurrency": c, "median_tpot_ms": tpot, "median_itl_ms": itl,
+                     "itl_over_tpot": itl / tpot if tpot else float("nan"),
+                     "mean_acceptance_length": _pooled(group)[1]})
+    return pd.DataFrame(rows)
+
+
+def itl_sentences(itl: pd.DataFrame, concurrency: int | None = None, baseline: str = BASELINE) -> list[str]:
+    """At ``concurrency`` (default: the lowest): what per-event ITL says about each speculative method against its
+    TPOT and against the baseline, computed from :func:`itl_table`."""
+    concurrency = concurrency if concurrency is not None else int(itl["concurrency"].min())
+    at = itl[itl["concurrency"] == concurrency].set_index("method")
+    if baseline not in at.index:
+        return [f"no baseline run at concurrency {concurrency}"]
+    base = at.loc[baseline]
+    lines = [f"baseline at concurrency {concurrency}: median ITL {base.median_itl_ms:.1f} ms, TPOT "
+             f"{base.median_tpot_ms:.1f} ms (ratio {base.itl_over_tpot:.2f}: one token per streamed event)"]
+    for method, row in at.drop(index=baseline).iterrows():
+        by_itl, by_tpot = row.median_itl_ms / base.median_itl_ms, base.median_tpot_ms / row.median_tpot_ms
+        itl_word = f"{by_itl:.2f}x the baseline's gap: it looks {'slower' if by_itl > 1 else 'faster'}"
+        tpot_word = f"{by_tpot:.2f}x faster" if by_tpot >= 1 else f"{1 / by_tpot:.2f}x slower"
+        lines.append(
+            f"{method}: median ITL {row.median_itl_ms:.1f} ms is {row.itl_over_tpot:.2f}x its TPOT "
+            f"{row.median_tpot_ms:.1f} ms (mean acceptance length {row.mean_acceptance_length:.2f}: a streamed event "
+            f"carries the tokens of one verify step). Judged by ITL, {itl_word}; per token (TPOT) it is "
+            f"{tpot_word} than the baseline.")
+    return lines
+
+
+def counter_check(table: pd.DataFrame) -> list[str]:
+    """The counters read here around each client run beside the client's own (after its test request and warm-up):
+    ours count those extra requests too, so they hold at least as many drafts."""
+    spec = table[table["method"] != BASELINE]
+    if "bench_drafts" not in spec or spec.empty:
+        return []
+    ours, client = pd.to_numeric(spec["drafts"], errors="coerce"), pd.to_numeric(spec["bench_drafts"], errors="coerce")
+    both = ours.notna() & client.notna()
+    if not both.any():
+        return ["the benchmark client reported no speculation counters of its own"]
+    extra = (ours[both] - client[both])
+    return [f"drafts counted around each client run minus the client's own count (its test request and warm-up): "
+            f"{int(extra.min())} to {int(extra.max())} per run over {int(both.sum())} runs"
+            + ("" if (extra >= 0).all() else "; negative somewhere: another client used the server meanwhile?")]
