@@ -40,7 +40,7 @@ def main() -> None:
     if not files:
         raise SystemExit(f"no CSV results in {folder}: run the notebooks first")
     record = {
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d"),
         "commit": git("rev-parse", "--short", "HEAD") + (" (with uncommitted changes)" if git("status", "--porcelain",
                                                                                             "helpers", "notebooks") else ""),
         "vllm": vllm_version(), "hardware": hardware.describe(), "mode": fast.MODE, "inputs": input_hashes(),
