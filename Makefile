@@ -56,6 +56,7 @@ clean:
 # The real-browser test, not part of `make test`: JupyterLab driven through Debian's chromium with Playwright, in fast
 # mode (about ten minutes on 2 cores; real vLLM engines). Playwright's own browser download cannot work on these
 # machines, so chromium comes from apt; screenshots and the measured times go to build/screenshots/.
+# E2E passes pytest options: CI runs `make e2e E2E="-k before_running"` (the widgets from the reference, no engine).
 .PHONY: e2e
 e2e: setup
 	if [ ! -x /usr/bin/chromium ]; then \
@@ -64,4 +65,4 @@ e2e: setup
 			|| { $$SUDO apt-get update && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }; \
 	fi
 	$(BIN)/python -m pip install -q -r requirements/e2e.txt
-	SPECDEC_E2E=1 SPECDEC_FAST=1 $(BIN)/python -m pytest tests/e2e -v -s
+	SPECDEC_E2E=1 SPECDEC_FAST=1 $(BIN)/python -m pytest tests/e2e -v -s $(E2E)

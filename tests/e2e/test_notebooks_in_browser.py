@@ -142,3 +142,25 @@ def test_06_checklist_verdict_follows_answers(lab, page):
         record(f"06 {which} checklist: concurrency 1 -> 2", {"ms": ms, "verdict": [second, verdict.inner_text()]})
         assert verdict.inner_text() != second, f"06 {which}: the verdict did not change with the concurrency"
         e2e.screenshot(page, f"06-checklist-{which.replace(' ', '-')}")
+
+
+def test_06_checklist_works_from_the_reference_before_running(lab, page):
+    nb = e2e.Notebook(page, lab, NB06)
+    assert set(nb.prompts()) == {"[ ]:"}, f"the notebook is not clean: {nb.prompts()}"
+    nb.run_cell(nb.cell("profile = active_profile()"), SETUP_CELL_S)
+    nb.run_cell(nb.cell("reference = checklist.reference_measurements"), SETUP_CELL_S)
+    assert len([p for p in nb.prompts() if p != "[ ]:"]) == 2, nb.prompts()
+    assert not nb.errors(), nb.errors()
+    assert nb.check_widgets_rendered(minimum=1) == 1
+    root = nb.panel.locator(e2e.CHECKLIST)
+    assert root.count() == 1
+    root.scroll_into_view_if_needed()
+    verdict = root.locator(":scope > .widget-html h4")
+    assert "measured on the cpu profile" in root.inner_text(), root.inner_text()[:500]  # it names its source
+    first = verdict.inner_text()
+    ms = e2e.timed_change(root, {"result": ":scope > .widget-html"},
+                          e2e.move_slider(e2e.control(root, "concurrent requests")), ("result",))
+    record("06 reference checklist, nothing measured: concurrency 1 -> 2", {"ms": ms, "verdict": [first, verdict.inner_text()]})
+    assert verdict.inner_text() != first, "the reference checklist's verdict did not change with the concurrency"
+    assert ms["result"] is not None and ms["result"] <= SHOWN_POINT_MS, ms
+    e2e.screenshot(page, "06-reference-checklist")
