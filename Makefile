@@ -31,10 +31,12 @@ run: setup
 	$(BIN)/python scripts/run_notebooks.py --out build
 
 # Full mode on this machine, written to data/reference/cpu/ with provenance: the results the kit ships.
+# The commit is read when make starts: the one the notebooks run at, even if the tree moves on during the run.
+REF_COMMIT_AT_START := $(shell git rev-parse --short HEAD)$(if $(shell git status --porcelain helpers notebooks), (with uncommitted changes))
 reference: setup
 	rm -f data/reference/cpu/*.csv data/reference/cpu/provenance.json
 	SPECDEC_MODE=full SPECDEC_RESULTS=$(CURDIR)/data/reference/cpu $(BIN)/python scripts/run_notebooks.py --out build/reference $(wildcard notebooks/0[0-6]_*.ipynb)
-	$(BIN)/python scripts/write_provenance.py data/reference/cpu
+	$(BIN)/python scripts/write_provenance.py data/reference/cpu --commit "$(REF_COMMIT_AT_START)"
 
 lint: $(STAMP)
 	$(BIN)/ruff check helpers scripts tests notebooks

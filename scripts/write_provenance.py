@@ -35,14 +35,17 @@ def git(*args: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("folder", type=Path)
-    folder = parser.parse_args().folder
+    parser.add_argument("--commit", help="the commit the notebooks ran at (default: HEAD now, and whether "
+                                         "helpers/ or notebooks/ have uncommitted changes now)")
+    args = parser.parse_args()
+    folder = args.folder
     files = sorted(p.name for p in folder.glob("*.csv"))
     if not files:
         raise SystemExit(f"no CSV results in {folder}: run the notebooks first")
     record = {
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d"),
-        "commit": git("rev-parse", "--short", "HEAD") + (" (with uncommitted changes)" if git("status", "--porcelain",
-                                                                                            "helpers", "notebooks") else ""),
+        "commit": args.commit or git("rev-parse", "--short", "HEAD") + (
+            " (with uncommitted changes)" if git("status", "--porcelain", "helpers", "notebooks") else ""),
         "vllm": vllm_version(), "hardware": hardware.describe(), "mode": fast.MODE, "inputs": input_hashes(),
         "files": {name: {"rows": len(frame := pd.read_csv(folder / name)),
                          "repetitions": sorted(int(r) for r in frame["repetitions"].dropna().unique())
