@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import cycle, islice
 
+import numpy as np
 import pandas as pd
 
 from helpers.engines import EngineSpec, get_engine
@@ -143,35 +144,41 @@ def decode_breakdown(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def decode_findings(breakdown: pd.DataFrame) -> list[str]:
-    """Sentences computed from :func:`decode_breakdown`: per arm, where decode itself slowed down (decode-only
-    speedup below 1) and by how much, and which of the two terms of decode speedup = tokens per verify step /
-    verify-step cost moved between the shortest and the longest prompt."""
+    """Sentences computed from :func:`decode_breakdown`: per arm, where decode itself slowed down (the decode-only
+    speedup's whole interval below 1) and by how much, where end to end lost while decode did not (then the extra
+    prefill, the TTFT ratio, is what is left), and which of the two terms of decode speedup = tokens per decode
+    step / cost of a decode step moved between the shortest and the longest prompt."""
     lines = []
     for arm, group in breakdown.groupby("arm", sort=False):
         group = group.sort_values("prompt_length")
         short, long = group.iloc[0], group.iloc[-1]
-        for _, row in group[group["decode_speedup"] < 1].iterrows():
-            lines.append(f"{arm} at {row.prompt_tokens:.0f} prompt tokens: decode itself slowed down, "
-                         f"{row.decode_speedup:.2f}x [{row.decode_ci_low:.2f}, {row.decode_ci_high:.2f}]: each "
-                         f"output token took {1 / row.decode_speedup - 1:.0%} longer than the baseline's.")
+        for _, row in group.iterrows():
+            if row.decode_ci_high < 1:
+                lines.append(f"{arm} at {row.prompt_tokens:.0f} prompt tokens: decode itself slowed down, "
+                             f"{row.decode_speedup:.2f}x [{row.decode_ci_low:.2f}, {row.decode_ci_high:.2f}]: each "
+                             f"output token took {1 / row.decode_speedup - 1:.0%} longer than the baseline's.")
+            elif row.speedup < 1 <= row.decode_ci_high and row.ttft_over_baseline > 1:
+                lines.append(f"{arm} at {row.prompt_tokens:.0f} prompt tokens: end to end {row.speedup:.2f}x while "
+                             f"decode alone was {row.decode_speedup:.2f}x [{row.decode_ci_low:.2f}, "
+                             f"{row.decode_ci_high:.2f}]; its TTFT was {row.ttft_over_baseline:.2f}x the baseline's.")
         step = 1 + long.k * long.c_eff, 1 + short.k * short.c_eff
         lines.append(
             f"{arm}, {short.prompt_tokens:.0f} -> {long.prompt_tokens:.0f} prompt tokens: decode-only speedup "
             f"{short.decode_speedup:.2f}x -> {long.decode_speedup:.2f}x, end to end {short.speedup:.2f}x -> "
-            f"{long.speedup:.2f}x. A verify step emitted {short.tokens_per_verify_step:.2f} -> "
+            f"{long.speedup:.2f}x. A decode step emitted {short.tokens_per_verify_step:.2f} -> "
             f"{long.tokens_per_verify_step:.2f} tokens (acceptance {short.acceptance_rate:.0%} -> "
             f"{long.acceptance_rate:.0%}) and cost {step[1]:.2f} -> {step[0]:.2f} baseline decode steps "
             f"(c_eff {short.c_eff:.2f} -> {long.c_eff:.2f}).")
         tokens_change = long.tokens_per_verify_step / short.tokens_per_verify_step
         cost_change = step[0] / step[1]
-        cause = ("the verify step's cost grew faster than the baseline's step" if cost_change > 1 / tokens_change
-                 else "fewer tokens were accepted per step")
-        if long.decode_speedup < short.decode_speedup:
+        if long.decode_speedup < short.decode_speedup and np.isfinite([tokens_change, cost_change]).all():
+            cause = ("a decode step's cost grew faster than the baseline's step" if cost_change > 1 / tokens_change
+                     else "fewer tokens were emitted per step")
             lines.append(f"  Decode speedup fell by {1 - long.decode_speedup / short.decode_speedup:.0%}: tokens per "
                          f"step x{tokens_change:.2f}, step cost x{cost_change:.2f}, so mostly because {cause}.")
-        if long.method == "draft_model" and long.draft_c == long.draft_c:
-            lines.append(f"  The draft served alone cost {short.draft_c:.2f} -> {long.draft_c:.2f} of a target "
-                         "decode step: its attention and KV reads grow with the context as the target's do.")
+        if long.method == "draft_model" and np.isfinite([short.draft_c, long.draft_c]).all():
+            lines.append(f"  The draft served alone cost {short.draft_c:.2f} -> {long.draft_c:.2f} of a target decode "
+                         "step at the same prompt length.")
         prefill = ("its draft prefills the prompt too" if long.method == "draft_model"
                    else "it has no draft model to prefill")
         lines.append(f"  TTFT over the baseline's: {group['ttft_over_baseline'].min():.2f}-"
@@ -181,20 +188,23 @@ def decode_findings(breakdown: pd.DataFrame) -> list[str]:
 
 def batching_headroom(summary: pd.DataFrame, vs: str) -> list[str]:
     """What batching alone did for the baseline in a :func:`batch_sweep` (rows paired with ``vs``): its throughput
-    per concurrency and, per step, what n sequences cost against one. Spare capacity at batch 1 is what speculation
-    spends there; where batching already fills the machine, draft tokens compete with real ones."""
+    per concurrency and what a decode step on n sequences cost against a step on one (the TPOT ratio). Spare
+    capacity at batch 1 is what speculation spends there; where batching fills the machine, draft tokens compete
+    with real ones."""
     base = summary[(summary["arm"] == "baseline") & (summary["vs"] == vs)].sort_values("concurrency")
     single = base.iloc[0]
-    lines = [f"The baseline alone: {single.tok_per_s:.1f} tok/s at {single.concurrency} request(s)"]
-    lines += [f"The baseline alone: {row.tok_per_s:.1f} tok/s at {row.concurrency} requests, "
-              f"x{row.tok_per_s / single.tok_per_s:.2f} the single request's; a step on {row.concurrency} sequences "
-              f"took {row.concurrency * single.tok_per_s / row.tok_per_s:.2f} single-sequence steps"
+    lines = [f"The baseline alone: {single.tok_per_s:.1f} tok/s at {single.concurrency} request(s), TPOT "
+             f"{single.tpot_ms:.1f} ms"]
+    lines += [f"The baseline alone: {row.tok_per_s:.1f} tok/s at {row.concurrency} requests "
+              f"(x{row.tok_per_s / single.tok_per_s:.2f}); a decode step on {row.concurrency} sequences took "
+              f"{row.tpot_ms / single.tpot_ms:.2f}x a step on one (TPOT {row.tpot_ms:.1f} ms)"
               for row in base.iloc[1:].itertuples()]
     last = base.iloc[-1]
-    gain = last.tok_per_s / single.tok_per_s
-    lines.append(f"Batching {last.concurrency} requests multiplied the baseline's throughput by {gain:.1f}: "
-                 + ("a single request left much of this machine's capacity unused, and speculation at batch 1 "
-                    "spends that spare capacity on draft tokens." if gain >= 2 else
-                    "the machine was already mostly busy with one request, so there was little spare capacity "
-                    "for draft tokens even at batch 1."))
+    cost = last.tpot_ms / single.tpot_ms
+    lines.append(f"A decode step on {last.concurrency} sequences cost {cost:.2f}x a step on one: "
+                 + (f"a single request left much of this machine's capacity unused ({last.concurrency} sequences "
+                    "for less than half their separate cost), and speculation at batch 1 spends that spare capacity "
+                    "on draft tokens." if cost <= last.concurrency / 2 else
+                    "batching was far from free here, so there was little spare capacity for draft tokens even at "
+                    "batch 1."))
     return lines

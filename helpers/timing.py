@@ -179,8 +179,9 @@ def summarize(runs: pd.DataFrame, baseline_arm: str = "baseline") -> pd.DataFram
     The speedup of one (repetition, prompt) pair is baseline end-to-end time per output token over the arm's;
     estimate and interval come from ``speedup_interval`` (grouped by prompt), whose label says what it is.
     ``decode_speedup`` (with ``decode_ci_low``/``high``, same kind of interval) pairs TPOTs instead: decode alone,
-    without TTFT. For requests served one at a time, ``tokens_per_verify_step`` is the decode tokens over vLLM's
-    draft count (verify steps) and ``c_eff`` is :func:`helpers.theory.effective_cost_ratio` against the baseline's
+    without TTFT. For requests served one at a time, ``tokens_per_verify_step`` is the decode tokens over the decode
+    steps (decode tokens minus accepted draft tokens: a step emits one token plus those it accepted, whether or not
+    it drafted) and ``c_eff`` is :func:`helpers.theory.effective_cost_ratio` per decode step against the baseline's
     median TPOT.
     """
     runs = runs.assign(s_per_token=runs["e2e_s"] / runs["output_tokens"])
@@ -197,8 +198,11 @@ def summarize(runs: pd.DataFrame, baseline_arm: str = "baseline") -> pd.DataFram
         per_run = group.drop_duplicates("repetition")
         drafts, draft_tokens, accepted = (per_run[c].sum() for c in ("run_drafts", "run_draft_tokens", "run_accepted"))
         one_at_a_time = (group["batch"] == 1).all()
-        c_eff = (effective_cost_ratio(group["decode_s"].sum(), drafts, base_tpot, int(group["k"].iloc[0]))
-                 if drafts and one_at_a_time and base_tpot > 0 else float("nan"))
+        # Each decode step emits 1 token plus those accepted in it; vLLM counts a draft only for steps that
+        # proposed tokens (n-gram proposes none when it finds no match), so steps = decode tokens - accepted.
+        steps = (group["output_tokens"] - 1).sum() - accepted
+        c_eff = (effective_cost_ratio(group["decode_s"].sum(), steps, base_tpot, int(group["k"].iloc[0]))
+                 if drafts and steps > 0 and one_at_a_time and base_tpot > 0 else float("nan"))
         positions = [p for p in per_run["run_per_position"] if len(p)] if "run_per_position" in per_run else []
         per_position = np.sum(positions, axis=0) / drafts if positions and drafts else []
         first = group.iloc[0]
@@ -220,8 +224,8 @@ def summarize(runs: pd.DataFrame, baseline_arm: str = "baseline") -> pd.DataFram
             "decode_speedup": decode["speedup"],
             "decode_ci_low": decode["low"],
             "decode_ci_high": decode["high"],
-            "tokens_per_verify_step": (group["output_tokens"] - 1).sum() / drafts if drafts and one_at_a_time
-            else float("nan"),
+            "tokens_per_verify_step": (group["output_tokens"] - 1).sum() / steps if drafts and steps > 0
+            and one_at_a_time else float("nan"),
             "c_eff": c_eff,
         })
     return pd.DataFrame(out)

@@ -84,14 +84,26 @@ def test_decode_findings_say_where_decode_itself_slowed_down():
     assert "at 2000 prompt tokens: decode itself slowed down, 0.80x" in text and "25% longer" in text
     assert "at 128 prompt tokens: decode itself" not in text
     # tokens per step x0.92, step cost 2.0 -> 2.76 (x1.38): the cost term moved more
-    assert "because the verify step's cost grew" in text and "its draft prefills the prompt too" in text
+    assert "because a decode step's cost grew" in text and "its draft prefills the prompt too" in text
+    # at 128 tokens end to end lost (0.9x) while decode alone paid (1.2x): the extra prefill is named
+    assert "at 128 prompt tokens: end to end 0.90x while decode alone was 1.20x" in text and "TTFT was 1.10x" in text
+
+
+def test_decode_findings_need_the_whole_interval_below_one():
+    row = {"arm": "a", "method": "ngram", "k": 4, "prompt_tokens": 500, "prefill_share": 0.5, "speedup": 1.0,
+           "decode_speedup": 0.98, "decode_ci_low": 0.9, "decode_ci_high": 1.06, "acceptance_rate": float("nan"),
+           "tokens_per_verify_step": float("nan"), "c_eff": float("nan"), "ttft_over_baseline": 1.0,
+           "draft_c": float("nan")}
+    text = "\n".join(decode_findings(pd.DataFrame([{**row, "prompt_length": 128}, {**row, "prompt_length": 512}])))
+    assert "slowed down" not in text and "mostly because" not in text  # no cause stated from NaN terms
+
 
 
 def test_batching_headroom_reports_the_baselines_own_gain():
     summary = pd.DataFrame({"arm": ["baseline"] * 3 + ["spec"], "vs": ["spec"] * 4, "concurrency": [1, 4, 16, 1],
-                            "tok_per_s": [20.0, 60.0, 120.0, 25.0]})
+                            "tok_per_s": [20.0, 60.0, 120.0, 25.0], "tpot_ms": [50.0, 60.0, 100.0, 40.0]})
     lines = batching_headroom(summary, "spec")
-    assert "x3.00 the single request's; a step on 4 sequences took 1.33 single-sequence steps" in lines[1]
-    assert "multiplied the baseline's throughput by 6.0" in lines[-1] and "left much" in lines[-1]
-    busy = summary.assign(tok_per_s=[20.0, 24.0, 30.0, 25.0])
-    assert "already mostly busy" in batching_headroom(busy, "spec")[-1]
+    assert "(x3.00); a decode step on 4 sequences took 1.20x a step on one" in lines[1]
+    assert "16 sequences cost 2.00x a step on one" in lines[-1] and "left much" in lines[-1]
+    busy = summary.assign(tpot_ms=[50.0, 150.0, 500.0, 40.0])
+    assert "far from free" in batching_headroom(busy, "spec")[-1]  # 10x for 16 sequences: more than half of 16

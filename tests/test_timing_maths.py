@@ -125,3 +125,16 @@ def test_decode_speedup_leaves_ttft_out_and_c_eff_is_recovered():
     assert s.loc["spec", "tokens_per_verify_step"] == pytest.approx(3.0)
     assert s.loc["spec", "c_eff"] == pytest.approx(0.25)
     assert np.isnan(s.loc["baseline", "c_eff"])
+
+
+def test_steps_without_drafts_count_as_decode_steps():
+    # n-gram, k = 4: per request 5 steps with a full draft accepted (25 tokens) and 15 steps without a draft
+    # (15 tokens): 40 decode tokens in 20 steps, each step 1.05 baseline steps. vLLM counts 5 drafts, not 20.
+    def rows(arm, tpot, decode, drafts, accepted):
+        return [{**r, "output_tokens": 41, "ttft_s": 1.0, "tpot_s": tpot, "decode_s": decode, "e2e_s": 1.0 + decode}
+                for r in _rows(arm, 1.0, reps=1, prompts=1, drafts=drafts, tokens=4 * drafts, accepted=accepted)]
+    runs = pd.DataFrame(rows("baseline", 0.1, 4.0, 0, 0) + rows("spec", 20 * 0.105 / 40, 20 * 0.105, 5, 20))
+    s = summarize(runs).set_index("arm")
+    assert s.loc["spec", "mean_acceptance_length"] == pytest.approx(5.0)  # per drafting step
+    assert s.loc["spec", "tokens_per_verify_step"] == pytest.approx(2.0)  # per decode step: 40 / 20
+    assert s.loc["spec", "c_eff"] == pytest.approx(0.05 / 4)
