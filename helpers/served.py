@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from helpers import checklist, fast, results, serving
+from helpers import checklist, results, serving
 from helpers.metrics import SpecCounters
 from helpers.profiles import Profile
 from helpers.timing import speedup_interval, verdict
@@ -171,7 +171,7 @@ def checklist_data(profile: Profile) -> tuple[checklist.Measurements | None, str
             dynamic = tuple(a for a in batch["arm"].unique() if "by batch size" in str(a))
             data = checklist._assemble(grid, long, batch, profile.k, dynamic)
             if len(data.grid) and len(data.batch):
-                return data, f"this machine's results of notebooks 04-06 (build/results/, {fast.MODE} mode)"
+                return data, "this machine's results of notebooks 04-06 (build/results/)"
     reference = checklist.reference_measurements(profile)
     if reference is not None:
         return reference, results.reference_label(profile.name)
@@ -471,7 +471,8 @@ def _differences_04(row, point, table: pd.DataFrame | None) -> list[str]:
             out.append(f"the prompts are {source}, not 04's")
         if tokens == tokens:
             out.append(f"requests wrote {tokens:.0f} tokens on average (max_tokens {int(table['max_tokens'].iloc[0])})")
-    out.append(f"on a CPU the API server's process shares this machine's {os.cpu_count()} cores with the engine")
+    if table is not None and len(table) and str(table.get("hardware", pd.Series(["CPU"])).iloc[0]).startswith("CPU"):
+        out.append(f"on a CPU the API server's process shares this machine's {os.cpu_count()} cores with the engine")
     return out
 
 
@@ -520,7 +521,8 @@ def itl_sentences(itl: pd.DataFrame, concurrency: int | None = None, baseline: s
         return [f"no baseline run at concurrency {concurrency}"]
     base = at.loc[baseline]
     lines = [f"baseline at concurrency {concurrency}: median ITL {base.median_itl_ms:.1f} ms, TPOT "
-             f"{base.median_tpot_ms:.1f} ms (ratio {base.itl_over_tpot:.2f}: one token per streamed event)"]
+             f"{base.median_tpot_ms:.1f} ms (ratio {base.itl_over_tpot:.2f}"
+             + (": about one token per streamed event)" if 0.8 <= base.itl_over_tpot <= 1.25 else ")")]
     for method, row in at.drop(index=baseline).iterrows():
         by_itl, by_tpot = row.median_itl_ms / base.median_itl_ms, base.median_tpot_ms / row.median_tpot_ms
         itl_word = f"{by_itl:.2f}x the baseline's gap: it looks {'slower' if by_itl > 1 else 'faster'}"

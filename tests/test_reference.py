@@ -1,6 +1,7 @@
 """The shipped reference results match the kit's inputs, and the modes pick what they say."""
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -18,8 +19,7 @@ def test_a_changed_input_makes_the_reference_stale(tmp_path, monkeypatch):
     record = results.provenance("cpu")
     if record is None:
         pytest.skip("no reference shipped: test_reference_is_not_stale fails for that")
-    (tmp_path / "data" / "prompts").mkdir(parents=True)
-    (tmp_path / "data" / "prompts" / "suite.jsonl").write_text((results.ROOT / "data/prompts/suite.jsonl").read_text())
+    shutil.copytree(results.ROOT / "data" / "prompts", tmp_path / "data" / "prompts")
     (tmp_path / "drafts").mkdir()
     (tmp_path / "drafts" / "manifest.json").write_text((results.ROOT / "drafts/manifest.json").read_text())
     assert results.input_hashes(tmp_path) == record["inputs"]

@@ -72,7 +72,7 @@ def test_prefill_flops_grow_with_n_squared_and_take_series():
 def test_bandwidth_probe_is_torch_multithreaded_and_says_so():
     start = time.perf_counter()
     bandwidth = measure_bandwidth()  # the defaults, as notebook 01 uses them in fast mode
-    assert time.perf_counter() - start < 2.0
+    assert time.perf_counter() - start < 10.0  # cheap enough for every fast run, with room for a loaded machine
     assert isinstance(bandwidth, Bandwidth)
     assert bandwidth.threads == torch.get_num_threads() and bandwidth.device == "cpu"
     assert 1e8 < bandwidth.bytes_per_s < 1e13
