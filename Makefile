@@ -36,7 +36,7 @@ REF_COMMIT_AT_START := $(shell git rev-parse --short HEAD)$(if $(shell git statu
 reference: setup
 	rm -f data/reference/cpu/*.csv data/reference/cpu/provenance.json
 	SPECDEC_MODE=full SPECDEC_RESULTS=$(CURDIR)/data/reference/cpu $(BIN)/python scripts/run_notebooks.py --out build/reference $(wildcard notebooks/0[0-6]_*.ipynb)
-	$(BIN)/python scripts/write_provenance.py data/reference/cpu --commit "$(REF_COMMIT_AT_START)"
+	SPECDEC_MODE=full $(BIN)/python scripts/write_provenance.py data/reference/cpu --commit "$(REF_COMMIT_AT_START)"
 
 lint: $(STAMP)
 	$(BIN)/ruff check helpers scripts tests notebooks
