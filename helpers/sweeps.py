@@ -16,7 +16,14 @@ from helpers.engines import EngineSpec, get_engine
 from helpers.timing import paired_runs, speedup_interval, summarize
 from helpers.workloads import long_context_prompt, prompts
 
-GridPoint = tuple[str, float, str, int]  # category, temperature, method, k
+GridPoint = tuple[str, float, str, int]
+
+
+def progress(items: Sequence, what: str):
+    """``items`` with a progress bar: points done out of the total and the elapsed time (a widget in JupyterLab)."""
+    from tqdm.auto import tqdm
+
+    return tqdm(items, desc=what, unit="point")  # category, temperature, method, k
 META = ("hardware", "profile", "target", "draft", "method", "k", "temperature", "repetitions")
 
 
@@ -24,7 +31,7 @@ def category_grid(profile: str, points: Sequence[GridPoint], n_prompts: int, max
                   repetitions: int) -> pd.DataFrame:
     """One summary row per (category, temperature, method, k): the arm against the baseline, one request at a time."""
     summaries = []
-    for category, temperature, method, k in points:
+    for category, temperature, method, k in progress(points, "04 grid points"):
         runs = paired_runs(EngineSpec(profile), [EngineSpec(profile, method, k=k)], prompts(category, n_prompts),
                            temperature=temperature, max_tokens=max_tokens, repetitions=repetitions,
                            tags={"category": category})
@@ -44,15 +51,14 @@ def long_context_sweep(profile: str, arms: Sequence[EngineSpec], lengths: Sequen
     tokenizer = get_engine(EngineSpec(profile)).get_tokenizer()
     messages = {n: [long_context_prompt(tokenizer, n, entry=i)[0] for i in range(n_prompts)] for n in lengths}
     runs, summaries = [], []
-    for arm in arms:
-        for length in lengths:
-            paired = paired_runs(EngineSpec(profile), [arm], messages[length], temperature=0.0,
-                                 max_tokens=max_tokens, repetitions=repetitions,
-                                 tags={"prompt_length": length, "vs": arm.label()})
-            medians = paired.groupby("arm")[["prompt_tokens", "ttft_s", "decode_s", "e2e_s"]].median()
-            summary = summarize(paired).merge(medians, left_on="arm", right_index=True)
-            summaries.append(summary.assign(prompt_length=length, vs=arm.label()))
-            runs.append(paired)
+    for arm, length in progress([(a, n) for a in arms for n in lengths], "arm x prompt length"):
+        paired = paired_runs(EngineSpec(profile), [arm], messages[length], temperature=0.0,
+                             max_tokens=max_tokens, repetitions=repetitions,
+                             tags={"prompt_length": length, "vs": arm.label()})
+        medians = paired.groupby("arm")[["prompt_tokens", "ttft_s", "decode_s", "e2e_s"]].median()
+        summary = summarize(paired).merge(medians, left_on="arm", right_index=True)
+        summaries.append(summary.assign(prompt_length=length, vs=arm.label()))
+        runs.append(paired)
     return pd.concat(runs, ignore_index=True), pd.concat(summaries, ignore_index=True)
 
 
@@ -64,14 +70,13 @@ def batch_sweep(profile: str, arms: Sequence[EngineSpec], sizes: Sequence[int], 
     ``max_tokens``. Returns the per-request rows and :func:`throughput_summary` per (arm, size).
     """
     runs, summaries = [], []
-    for arm in arms:
-        for n in sizes:
-            batch = list(islice(cycle(prompts(category)), n))
-            paired = paired_runs(EngineSpec(profile), [arm], batch, temperature=temperature, max_tokens=max_tokens,
-                                 repetitions=repetitions, batch=True, ignore_eos=True,
-                                 tags={"concurrency": n, "category": category, "vs": arm.label()})
-            summaries.append(throughput_summary(paired).assign(vs=arm.label()))
-            runs.append(paired)
+    for arm, n in progress([(a, n) for a in arms for n in sizes], "arm x concurrency"):
+        batch = list(islice(cycle(prompts(category)), n))
+        paired = paired_runs(EngineSpec(profile), [arm], batch, temperature=temperature, max_tokens=max_tokens,
+                             repetitions=repetitions, batch=True, ignore_eos=True,
+                             tags={"concurrency": n, "category": category, "vs": arm.label()})
+        summaries.append(throughput_summary(paired).assign(vs=arm.label()))
+        runs.append(paired)
     return pd.concat(runs, ignore_index=True), pd.concat(summaries, ignore_index=True)
 
 

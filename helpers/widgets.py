@@ -170,7 +170,9 @@ class Checklist:
         self.data, self.pairs = data, pairs
         style = {"description_width": "initial"}
         temps = sorted(data.grid["temperature"].unique())
-        self.workload = widgets.Dropdown(options=sorted(data.grid["category"].unique()), description="workload")
+        workloads = sorted(data.grid["category"].unique())
+        self.workload = widgets.Dropdown(options=workloads, description="workload",
+                                         value="structured" if "structured" in workloads else workloads[0])
         self.temperature = widgets.FloatSlider(temps[0], min=0.0, max=max(1.0, temps[-1]), step=0.1,
                                                description="temperature", style=style, continuous_update=False)
         self.prompt_tokens = widgets.IntSlider(256, min=16, max=8192, step=16, description="prompt tokens",
@@ -181,7 +183,8 @@ class Checklist:
                                              continuous_update=False)
         self.gpu_gb = widgets.FloatSlider(96, min=8, max=192, step=8, description="GPU memory (GB)", style=style,
                                           continuous_update=False)
-        self.pair = widgets.Dropdown(options=list(pairs), description="model pair (VRAM)", style=style)
+        self.pair = widgets.Dropdown(options=list(pairs), description="model pair (VRAM)", style=style,
+                                     layout=widgets.Layout(width="auto"))  # the pairs' names are long: not cut off
         self.result = widgets.HTML()
         controls = (self.workload, self.temperature, self.prompt_tokens, self.output_tokens, self.concurrency,
                     self.gpu_gb, self.pair)
