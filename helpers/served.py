@@ -32,7 +32,7 @@ import pandas as pd
 from helpers import checklist, results, serving
 from helpers.metrics import SpecCounters
 from helpers.profiles import Profile
-from helpers.timing import speedup_interval, verdict
+from helpers.timing import short_name, speedup_interval, verdict
 from helpers.workload_files import Workload, check_run_settings, prepare_workload, token_counter
 from helpers.workloads import CATEGORIES, SUITE, prompts
 
@@ -223,10 +223,6 @@ def counter_columns(before: SpecCounters | None, after: SpecCounters | None) -> 
     return {c: values[c] for c in COUNTER_COLUMNS}
 
 
-def _short(model: str | None) -> str:
-    return str(model or "unknown").rstrip("/").split("/")[-1]
-
-
 def labels(profile: Profile, method: str, base_url: str | None = None) -> dict[str, Any]:
     """hardware, profile, target, draft, method, k, arm of a row, as the kit's other rows; for a deployment
     (``base_url``) the hardware is the URL and the target and draft are filled from the result."""
@@ -257,7 +253,7 @@ def measure_point(server: serving.Server, workload: Workload, concurrency: int, 
            "repetition": repetition, "temperature": workload.temperature, "max_tokens": workload.max_tokens,
            "source": workload.source, **counter_columns(before, after)}
     if row.get("target") is None:
-        row["target"] = _short(bench.get("model"))
+        row["target"] = short_name(str(bench.get("model") or "unknown"))
     row["tokens_per_request"] = row["output_tokens"] / row["completed"] if row.get("completed") else float("nan")
     return row
 

@@ -76,13 +76,14 @@ def describe_spec(spec: EngineSpec) -> dict[str, Any]:
     draft = profile.draft(spec.draft) if spec.method in ("draft_model", "draft_alone") else None
     return {
         "hardware": hardware.describe(), "profile": profile.name,
-        "target": _short(draft if spec.method == "draft_alone" else profile.target),
-        "draft": _short(draft) if draft else ("prompt n-grams" if spec.method == "ngram" else ""),
+        "target": short_name(draft if spec.method == "draft_alone" else profile.target),
+        "draft": short_name(draft) if draft else ("prompt n-grams" if spec.method == "ngram" else ""),
         "method": spec.method, "k": spec.k if spec.method != "baseline" else 0, "arm": spec.label(),
     }
 
 
-def _short(model: str) -> str:
+def short_name(model: str) -> str:
+    """The last part of a model path or Hugging Face id."""
     return model.rstrip("/").split("/")[-1]
 
 
