@@ -41,8 +41,9 @@ reference: setup
 lint: $(STAMP)
 	$(BIN)/ruff check helpers scripts tests notebooks
 
+# PYTEST_ARGS adds pytest options; CI hands the notebooks its browser test runs to --deselect (see .ci/run).
 test: setup lint
-	SPECDEC_FAST=1 $(BIN)/python -m pytest tests notebooks --nbval-lax -v
+	SPECDEC_FAST=1 $(BIN)/python -m pytest tests notebooks --nbval-lax -v --durations=30 $(PYTEST_ARGS)
 
 lab: setup
 	$(BIN)/python -m ipykernel install --user --name specdec-workshop --display-name "specdec-workshop (.venv)"

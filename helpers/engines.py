@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from helpers import VLLM_LOGS
 from helpers.profiles import Profile, get_profile
 
 METHODS = ("baseline", "draft_model", "ngram", "draft_alone")  # draft_alone: the draft served by itself, to time it
@@ -129,6 +130,9 @@ def engine_kwargs(profile: Profile | None = None, max_model_len: int | None = No
         # a repeated prompt's TTFT fell from 1.52 s to 0.27 s here (1,020 tokens, cpu profile).
         "enable_prefix_caching": False,
         "seed": 0,
+        # vLLM's "Loading safetensors checkpoint shards" bar is stderr output, not a log record: without this it
+        # lands in the notebook (and inside 04's "run live" output). SPECDEC_VLLM_LOGS=1 brings it back.
+        "use_tqdm_on_load": VLLM_LOGS,
         **profile.engine_options,
     }
 

@@ -42,9 +42,11 @@ def test_an_engine_run_prints_no_info_lines_unless_asked(cpu_models):
     assert quiet.returncode == 0, quiet.stderr[-2000:]
     assert " INFO " not in quiet.stdout + quiet.stderr
     assert not any(p in quiet.stdout + quiet.stderr for p in helpers.KNOWN_HARMLESS)
+    assert "Loading safetensors checkpoint shards" not in quiet.stderr  # the weight-loading bar (not a log record)
     loud = subprocess.run([sys.executable, "-c", ENGINE], env={**env, "SPECDEC_VLLM_LOGS": "1"}, cwd=ROOT,
                           capture_output=True, text=True, timeout=600)
     assert loud.returncode == 0 and " INFO " in loud.stdout + loud.stderr
+    assert "Loading safetensors checkpoint shards" in loud.stderr
 
 
 def test_an_executed_notebook_has_no_vllm_info_lines(cpu_models, tmp_path):
