@@ -113,11 +113,12 @@ ENGINE_PROCESS_SCRIPT = textwrap.dedent("""
     import json, psutil
     from helpers.engines import EngineSpec, get_engine, shutdown_engine
     from helpers.timing import run, sampling_params
+    from helpers.workloads import prompts
     if __name__ == "__main__":
         me = psutil.Process()
         rss0 = me.memory_info().rss
-        spec = EngineSpec("cpu")
-        run(spec, ["Say hi."], sampling_params(0.0, max_tokens=4))
+        spec = EngineSpec("cpu", "draft_model", k=4)
+        c = run(spec, prompts("structured", 4), sampling_params(1.0, 48), batch=True)["counters"]
         kids = me.children(recursive=True)
         children = {p.pid: " ".join(p.cmdline())[:80] or p.name() for p in kids}
         tree = rss0 + sum(p.memory_info().rss for p in kids)
@@ -125,11 +126,15 @@ ENGINE_PROCESS_SCRIPT = textwrap.dedent("""
         _, still = psutil.wait_procs(kids, timeout=15)
         alive = [children[p.pid] for p in still if p.status() != psutil.STATUS_ZOMBIE]
         print(json.dumps({"children": list(children.values()), "alive": alive, "rss0": rss0,
-                          "rss_with_engine": tree, "rss_after": me.memory_info().rss}))
+                          "rss_with_engine": tree, "rss_after": me.memory_info().rss,
+                          "accepted": c.accepted, "draft_tokens": c.draft_tokens}))
 """)
 
 
-def test_multiprocess_engine_core_is_gone_after_shutdown(cpu_models):
+def test_multiprocess_engine_samples_with_the_correction_and_is_gone_after_shutdown(cpu_models):
+    """vLLM's EngineCore in its own process, as in a server: the kit's correction of the CPU expand kernel must be
+    registered there too (T = 1 verification accepts drafts: tests/test_cpu_expand_fix.py has the in-process arms),
+    and shutdown must leave no engine process. One engine for both: a multiprocess start costs about 50 s here."""
     env = {**os.environ, "VLLM_ENABLE_V1_MULTIPROCESSING": "1"}
     out = subprocess.run([sys.executable, "-c", ENGINE_PROCESS_SCRIPT], env=env, cwd=ROOT,
                          capture_output=True, text=True, timeout=600)
@@ -140,6 +145,8 @@ def test_multiprocess_engine_core_is_gone_after_shutdown(cpu_models):
     engine_cores = [name for name in report["alive"] if "resource_tracker" not in name]
     assert engine_cores == [], f"engine processes still alive after shutdown: {engine_cores}"
     assert report["rss_after"] - report["rss0"] < report["rss_with_engine"] - report["rss0"]
+    assert report["draft_tokens"] > 0 and report["accepted"] / report["draft_tokens"] > 0.05, (
+        f"T = 1 in the multiprocess engine: {report['accepted']} of {report['draft_tokens']} draft tokens accepted")
 
 
 def test_engine_module_runs_in_process_by_default():
