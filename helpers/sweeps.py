@@ -16,14 +16,16 @@ from helpers.engines import EngineSpec, get_engine
 from helpers.timing import paired_runs, speedup_interval, summarize
 from helpers.workloads import long_context_prompt, prompts
 
-GridPoint = tuple[str, float, str, int]
+GridPoint = tuple[str, float, str, int]  # category, temperature, method, k
 
 
 def progress(items: Sequence, what: str):
     """``items`` with a progress bar: points done out of the total and the elapsed time (a widget in JupyterLab)."""
     from tqdm.auto import tqdm
 
-    return tqdm(items, desc=what, unit="point")  # category, temperature, method, k
+    return tqdm(items, desc=what, unit="point")
+
+
 META = ("hardware", "profile", "target", "draft", "method", "k", "temperature", "repetitions")
 
 

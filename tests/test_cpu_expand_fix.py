@@ -161,9 +161,8 @@ ACCEPTANCE_SCRIPT = textwrap.dedent("""
     from helpers.workloads import prompts
     if __name__ == "__main__":
         rates = {}
-        arms = (EngineSpec("cpu", "draft_model", k=4), EngineSpec("cpu", "draft_model", k=4,
-                draft_sample_method="probabilistic"), EngineSpec("cpu", "ngram", k=4))
-        for spec in arms:
+        for spec in (EngineSpec("cpu", "draft_model", k=4), EngineSpec("cpu", "draft_model", k=4,
+                     draft_sample_method="probabilistic"), EngineSpec("cpu", "ngram", k=4)):
             c = run(spec, prompts("structured", 4), sampling_params(1.0, 48), batch=True)["counters"]
             rates[spec.label() + " " + spec.draft_sample_method] = [c.accepted, c.draft_tokens]
             shutdown_engine()
