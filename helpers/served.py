@@ -268,7 +268,9 @@ def measure(profile: Profile, workload: Workload, methods: Sequence[str] | None 
     Without ``base_urls`` each server is started here on 127.0.0.1:``port`` with the profile's k and default draft
     and stopped at the end of its block, also on an error or an interrupted cell; with ``base_urls`` the
     deployment's servers are health-checked first and never started or stopped. ``server_options`` go to
-    ``serving.Server`` (e.g. ``tensor_parallel_size``), ``bench_options`` to ``serving.run_bench``.
+    ``serving.Server`` (e.g. ``tensor_parallel_size``), ``bench_options`` to ``serving.run_bench``. One benchmark
+    client process serves all runs against a server; only its first run sends warm-up requests
+    (``num_warmups``, default 1).
     """
     methods = check_plan(methods, concurrencies, repetitions, base_urls)
     check_run_settings(max(concurrencies), workload.max_tokens, workload.temperature, workload.num_prompts,
@@ -282,17 +284,20 @@ def measure(profile: Profile, workload: Workload, methods: Sequence[str] | None 
         serving.check_port_free(port)
     total = len(methods) * repetitions * len(concurrencies)
     bar = _progress(total) if progress else None
+    warmups = bench_options.pop("num_warmups", 1)
     rows = []
     try:
         for method, server in servers.items():
             row_labels = labels(profile, method, server.base_url if base_urls is not None else None)
-            with server:
+            with server, serving.BenchClient() as client:
                 for repetition in range(repetitions):
                     for c in concurrencies:
                         if bar is not None:
                             bar.set_postfix_str(f"{method}, repetition {repetition + 1}, concurrency {c}")
+                        first = repetition == 0 and c == concurrencies[0]  # later runs find the server warm
                         rows.append({**measure_point(server, workload, c, repetition, row_labels, result_dir,
-                                                     request_rate, **bench_options), "repetitions": repetitions})
+                                                     request_rate, client=client, num_warmups=warmups if first else 0,
+                                                     **bench_options), "repetitions": repetitions})
                         if bar is not None:
                             bar.update(1)
     finally:

@@ -496,6 +496,31 @@ _BENCH_MAIN = (
 )
 LATENCY_METRICS = ("ttft", "tpot", "itl", "e2el")
 
+# The same client kept running for many runs (:class:`BenchClient`): one request per line on stdin, ``{"argv": [...],
+# "log": path}``; each run's output goes to its log, one ``{"code": n}`` line per run comes back on the first stdout.
+_BENCH_LOOP = (
+    "import json, os, sys, traceback\n"
+    "from vllm.benchmarks.serve import add_cli_args, main\n"
+    "from vllm.utils.argparse_utils import FlexibleArgumentParser\n"
+    "reply = os.fdopen(os.dup(1), 'w')\n"
+    "for line in sys.stdin:\n"
+    "    request = json.loads(line)\n"
+    "    sys.stdout.flush(); sys.stderr.flush()\n"
+    "    log = os.open(request['log'], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)\n"
+    "    os.dup2(log, 1); os.dup2(log, 2); os.close(log)\n"
+    "    try:\n"
+    "        parser = FlexibleArgumentParser(prog='vllm bench serve')\n"
+    "        add_cli_args(parser)\n"
+    "        main(parser.parse_args(request['argv']))\n"
+    "        code = 0\n"
+    "    except SystemExit as error:\n"
+    "        code = error.code if isinstance(error.code, int) else 1\n"
+    "    except Exception:\n"
+    "        traceback.print_exc(); code = 1\n"
+    "    sys.stdout.flush(); sys.stderr.flush()\n"
+    "    reply.write(json.dumps({'code': code}) + '\\n'); reply.flush()\n"
+)
+
 
 def bench_command(base_url: str, dataset_path: str | Path, model: str | None, *, concurrency: int, max_tokens: int,
                   temperature: float, num_prompts: int, result_dir: str | Path, result_filename: str,
@@ -526,17 +551,75 @@ def bench_command(base_url: str, dataset_path: str | Path, model: str | None, *,
     return argv + list(extra_args)
 
 
+class BenchClient:
+    """vLLM's benchmark client kept running for many runs: ``with BenchClient() as client: run_bench(..., client=client)``.
+
+    Each run in its own process pays vLLM's import and the client's start-up, about 20 s on 2 cores (measured: a
+    run of 43 s took 68 s from start to exit); here the first run pays it once. Each run's output still goes to its
+    own log. A run in which the client dies, times out or is interrupted stops it (its whole process group); the
+    next run starts a new one. ``program`` replaces the client loop (tests use a stand-in).
+    """
+
+    def __init__(self, env: dict[str, str] | None = None, program: str | None = None, log_path: Path | None = None):
+        self.env, self.program = env, program or _BENCH_LOOP
+        self.log_path = Path(log_path or BUILD / "bench-client.log")
+        self.process: subprocess.Popen | None = None
+
+    def __enter__(self) -> BenchClient:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def _start(self) -> subprocess.Popen:
+        if self.process is None or self.process.poll() is not None:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.log_path, "wb") as log:  # what the client prints before its first run
+                self.process = subprocess.Popen([sys.executable, "-c", self.program], stdin=subprocess.PIPE,
+                                                stdout=subprocess.PIPE, stderr=log, cwd=ROOT, env=server_env(self.env),
+                                                start_new_session=True)
+        return self.process
+
+    def run(self, argv: Sequence[str], log_path: Path, timeout_s: float | None = None) -> int:
+        """Run ``vllm bench serve`` with ``argv`` (its options); its output goes to ``log_path``. The exit code."""
+        import select
+
+        process = self._start()
+        try:
+            process.stdin.write((json.dumps({"argv": list(argv), "log": str(log_path)}) + "\n").encode())
+            process.stdin.flush()
+            ready, _, _ = select.select([process.stdout], [], [], timeout_s)
+            if not ready:
+                raise subprocess.TimeoutExpired(argv, timeout_s)
+            line = process.stdout.readline()
+            if not line:  # the client died in the run
+                code = process.wait(timeout=10) or 1
+                self.stop()
+                return code
+            return int(json.loads(line)["code"])
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        if self.process is not None:
+            stop_group(self.process, self.process.pid, timeout_s=5)
+            self.process = None
+
+
 def run_bench(base_url: str | Server, dataset_path: str | Path, model: str | None = None, concurrency: int = 1,
               max_tokens: int = 128, temperature: float = 0.0, num_prompts: int | None = None,
               result_dir: str | Path | None = None, request_rate: float = math.inf, *, label: str = "bench",
               num_warmups: int = 1, ignore_eos: bool = False, percentiles: Sequence[float] = (99,),
-              timeout_s: float | None = None, env: dict[str, str] | None = None, **command_options: Any) -> Path:
+              timeout_s: float | None = None, env: dict[str, str] | None = None, client: BenchClient | None = None,
+              **command_options: Any) -> Path:
     """Run vLLM's benchmark client against a running server; returns the path of its result JSON.
 
     ``base_url`` may be a :class:`Server` (its model is then the default ``model``; None lets the client ask
     ``/v1/models``). ``num_prompts`` defaults to the number of prompts in ``dataset_path`` (a JSONL written by
     ``workload_files.write_custom_dataset``). Temperature goes out as ``--temperature`` (a sampling parameter the
-    client adds to every request's body). The client's output is in the ``.log`` next to the JSON.
+    client adds to every request's body). The client's output is in the ``.log`` next to the JSON. Each run starts
+    its own client process, unless ``client`` (a :class:`BenchClient`) runs it.
     """
     if isinstance(base_url, Server):
         model = model or base_url.model
@@ -557,23 +640,31 @@ def run_bench(base_url: str | Server, dataset_path: str | Path, model: str | Non
                          temperature=temperature, num_prompts=num_prompts, result_dir=result_dir,
                          result_filename=result_path.name, request_rate=request_rate, label=label,
                          num_warmups=num_warmups, ignore_eos=ignore_eos, percentiles=percentiles, **command_options)
-    run_env = server_env(env)  # the kit's logging configuration (helpers.KnownHarmless) must import there too
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                   cwd=ROOT, env=run_env, start_new_session=True)
     try:
-        code = process.wait(timeout=timeout_s)
-    except BaseException as error:  # a timeout or a KeyboardInterrupt: stop the client, keep the server
-        stop_group(process, process.pid, timeout_s=5)
-        if isinstance(error, subprocess.TimeoutExpired):
-            raise BenchError(f"vllm bench serve took longer than {timeout_s} s; stopped. Last lines of {log_path}:\n"
-                             f"{tail(log_path)}") from None
-        raise
+        if client is not None:  # bench_command's argv is [python, "-c", program, *options]
+            code = client.run(argv[3:], log_path, timeout_s)
+        else:
+            code = _run_once(argv, log_path, env, timeout_s)
+    except subprocess.TimeoutExpired:  # the client was stopped; the server keeps running
+        raise BenchError(f"vllm bench serve took longer than {timeout_s} s; stopped. Last lines of {log_path}:\n"
+                         f"{tail(log_path)}") from None
     if code != 0:
         raise BenchError(f"vllm bench serve failed (exit code {code}). Last lines of {log_path}:\n{tail(log_path)}")
     if not result_path.exists():
         raise BenchError(f"vllm bench serve wrote no {result_path}. Last lines of {log_path}:\n{tail(log_path)}")
     return result_path
+
+
+def _run_once(argv: Sequence[str], log_path: Path, env: dict[str, str] | None, timeout_s: float | None) -> int:
+    run_env = server_env(env)  # the kit's logging configuration (helpers.KnownHarmless) must import there too
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                   cwd=ROOT, env=run_env, start_new_session=True)
+    try:
+        return process.wait(timeout=timeout_s)
+    except BaseException:  # a timeout or a KeyboardInterrupt: stop the client, keep the server
+        stop_group(process, process.pid, timeout_s=5)
+        raise
 
 
 def bench_workload(base_url: str | Server, workload: Workload, dataset_path: str | Path | None = None,

@@ -87,6 +87,11 @@ def short_name(model: str) -> str:
     return model.rstrip("/").split("/")[-1]
 
 
+def warm_kinds(spec: EngineSpec) -> set:
+    """The kinds of request (sampled?, batched?) that ``spec``'s live engine has already run."""
+    return get_engine(spec).__dict__.setdefault("_specdec_warm_kinds", set())
+
+
 def paired_runs(
     baseline: EngineSpec,
     speculative: Sequence[EngineSpec],
@@ -101,16 +106,22 @@ def paired_runs(
 ) -> pd.DataFrame:
     """Interleaved repetitions of each arm on the same prompts; the arms' order rotates each round.
 
-    One row per (repetition, arm, prompt). Warm-up rounds run but are not returned. ``ignore_eos``
-    makes every request write exactly ``max_tokens`` tokens.
+    One row per (repetition, arm, prompt). Warm-up rounds run but are not returned; an arm whose engine has
+    already run requests of this kind (greedy or sampled, batched or not) skips them: its one-off costs are paid.
+    ``ignore_eos`` makes every request write exactly ``max_tokens`` tokens.
     """
     arms = [baseline, *speculative]
     params = sampling_params(temperature, max_tokens, ignore_eos=ignore_eos)
+    kind = (temperature > 0, batch)
     rows = []
     for rep in range(warmup + repetitions):
         order = arms[rep % len(arms):] + arms[: rep % len(arms)]
         for spec in order:
+            warm = warm_kinds(spec)
+            if rep < warmup and kind in warm:
+                continue
             result = run(spec, prompts, params, batch=batch)
+            warm.add(kind)  # kept on the engine itself: a rebuilt engine starts cold again
             if rep < warmup:
                 continue
             info = describe_spec(spec)

@@ -314,6 +314,8 @@ def fake_bench(fail_on=None):
 
     def bench(server, workload, dataset_path=None, result_dir=None, label="", **options):
         calls["n"] += 1
+        bench.warmups.append(options["num_warmups"])
+        assert isinstance(options["client"], serving.BenchClient)
         if fail_on and label.startswith(fail_on):
             raise serving.BenchError("client failed")
         path = result_dir / f"{label}-c{workload.concurrency}-{calls['n']}.json"
@@ -324,6 +326,7 @@ def fake_bench(fail_on=None):
             "median_tpot_ms": 20.0, "median_itl_ms": 20.0, "median_e2el_ms": 200.0, "median_ttft_ms": 30.0}))
         return path
 
+    bench.warmups = []
     return bench
 
 
@@ -352,9 +355,10 @@ def stand_ins(monkeypatch):
 
 
 def test_measure_runs_one_server_at_a_time_and_writes_tidy_rows(stand_ins, tmp_path):
-    stand_ins.setattr(serving, "bench_workload", fake_bench())
+    stand_ins.setattr(serving, "bench_workload", bench := fake_bench())
     workload = served.prepare(pasted="a b\nc d", **PLAN)
     table = served.measure(PROFILE, workload, ("baseline", "ngram"), [1, 4], 2, result_dir=tmp_path, progress=False)
+    assert bench.warmups == [1, 0, 0, 0] * 2  # warm-up requests in each server's first run only
     assert FakeServer.events == [("start", "baseline"), ("stop", "baseline"), ("start", "ngram"), ("stop", "ngram")]
     assert len(table) == 2 * 2 * 2
     assert list(table[["method", "repetition", "concurrency"]].itertuples(index=False, name=None))[:4] == [

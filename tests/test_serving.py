@@ -495,3 +495,48 @@ def test_without_parent_death_signal_a_killed_parent_leaves_the_server(tmp_path)
         assert serving.group_alive(pgid) and serving.is_healthy(f"http://127.0.0.1:{port}")
     finally:
         os.killpg(pgid, signal.SIGKILL)
+
+
+# A stand-in for the client loop: the same request/reply protocol as serving._BENCH_LOOP, without vLLM. It copies
+# the fixture to the result path (the --result-dir/--result-filename options), or exits when told to "die".
+FAKE_LOOP = f"""
+import json, os, shutil, sys
+reply = os.fdopen(os.dup(1), 'w')
+for line in sys.stdin:
+    request = json.loads(line)
+    argv = request['argv']
+    with open(request['log'], 'w') as log:
+        log.write(f'client pid {{os.getpid()}}\\n')
+    if 'die' in argv:
+        sys.exit(3)
+    if 'sleep' in argv:
+        import time; time.sleep(60)
+    target = os.path.join(argv[argv.index('--result-dir') + 1], argv[argv.index('--result-filename') + 1])
+    shutil.copy({str(FIXTURES / "bench_draft_model.json")!r}, target)
+    reply.write(json.dumps({{'code': 0}}) + '\\n'); reply.flush()
+"""
+
+
+def test_one_client_process_runs_many_runs_and_a_failed_run_stops_it(tmp_path):
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_text('{"prompt": "a"}\n')
+    with serving.BenchClient(program=FAKE_LOOP, log_path=tmp_path / "client.log") as client:
+        paths = [serving.run_bench("http://127.0.0.1:1", dataset, "m", concurrency=c, result_dir=tmp_path,
+                                   client=client, label=f"c{c}") for c in (1, 2)]
+        assert [serving.parse_bench(p)["completed"] for p in paths] == [9, 9]
+        pids = {p.with_suffix(".log").read_text() for p in paths}
+        assert len(pids) == 1, pids  # both runs in one process
+        first = client.process
+        with pytest.raises(serving.BenchError, match="exit code 3"):
+            serving.run_bench("http://127.0.0.1:1", dataset, "m", result_dir=tmp_path, client=client,
+                              extra_args=["die"])
+        assert client.process is None or client.process is not first
+        started = time.monotonic()
+        with pytest.raises(serving.BenchError, match="longer than 1 s"):
+            serving.run_bench("http://127.0.0.1:1", dataset, "m", result_dir=tmp_path, client=client, timeout_s=1,
+                              extra_args=["sleep"])
+        assert time.monotonic() - started < 15 and client.process is None  # stopped, not left sleeping
+        path = serving.run_bench("http://127.0.0.1:1", dataset, "m", result_dir=tmp_path, client=client)
+        assert serving.parse_bench(path)["completed"] == 9  # a new client took over
+        last = client.process
+    assert last.poll() is not None  # the with block stopped it

@@ -22,7 +22,7 @@ def free_port() -> int:
 def test_a_real_draft_model_server_measured_by_vllms_client(cpu_models, tmp_path):
     dataset = write_custom_dataset(prompts("structured", 3), tmp_path / "tiny.jsonl")
     server = Server("cpu", "draft_model", 4, port=free_port(), log_dir=tmp_path)
-    with server:
+    with server, serving.BenchClient(log_path=tmp_path / "client.log") as client:  # one client for both runs
         assert server.healthy() and server.running
         with pytest.raises(PortInUseError, match=str(server.port)):  # refused before anything starts
             Server("cpu", "baseline", port=server.port, log_dir=tmp_path, exclusive=False).start()
@@ -30,9 +30,11 @@ def test_a_real_draft_model_server_measured_by_vllms_client(cpu_models, tmp_path
         for concurrency in (1, 2):
             before = server.spec_counters()
             path = serving.run_bench(server, dataset, concurrency=concurrency, max_tokens=16, result_dir=tmp_path,
-                                     label=f"draft-c{concurrency}")
+                                     label=f"draft-c{concurrency}", client=client, num_warmups=2 - concurrency)
             counted = server.spec_counters() - before
             rows.append((serving.parse_bench(path), counted))
+        client_pid = client.process.pid
+    assert not serving.group_alive(client_pid)  # the client is gone with the block
     pgid = server.pgid
     assert not serving.group_alive(pgid), serving.group_members(pgid)  # nothing of the server is left
     serving.check_port_free(server.port)  # and its port is free again

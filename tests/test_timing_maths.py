@@ -138,3 +138,41 @@ def test_steps_without_drafts_count_as_decode_steps():
     assert s.loc["spec", "mean_acceptance_length"] == pytest.approx(5.0)  # per drafting step
     assert s.loc["spec", "tokens_per_verify_step"] == pytest.approx(2.0)  # per decode step: 40 / 20
     assert s.loc["spec", "c_eff"] == pytest.approx(0.05 / 4)
+
+
+def test_warm_up_rounds_run_only_on_engines_that_have_not_run_that_kind_of_request(monkeypatch):
+    from helpers import timing
+    from helpers.engines import EngineSpec
+    from helpers.metrics import SpecCounters
+
+    engines, calls = {}, []
+
+    def get_engine(spec):
+        return engines.setdefault(spec, SimpleNamespace())
+
+    def run(spec, prompts, params, batch=False):
+        calls.append((spec.method, params.temperature))
+        outputs = [fake_output(5, 0.1, 0, 0.1, 0.5) for _ in prompts]
+        for output in outputs:
+            output.outputs[0].text = "x"
+        return {"outputs": outputs, "wall_s": 1.0,
+                "counters": SpecCounters()}
+
+    monkeypatch.setattr(timing, "get_engine", get_engine)
+    monkeypatch.setattr(timing, "run", run)
+    monkeypatch.setattr(timing, "describe_spec", lambda spec: {"arm": spec.method})
+    monkeypatch.setattr(timing, "sampling_params", lambda temperature, max_tokens, **_: SimpleNamespace(
+        temperature=temperature))
+    base, arm = EngineSpec("cpu"), EngineSpec("cpu", "draft_model")
+    first = timing.paired_runs(base, [arm], ["a", "b"], repetitions=2)
+    assert len(calls) == 6 and len(first) == 8  # a warm-up round on both fresh engines, then 2 measured rounds
+    calls.clear()
+    timing.paired_runs(base, [arm], ["a"], repetitions=2)
+    assert len(calls) == 4  # both warm for greedy, unbatched requests: no warm-up round
+    calls.clear()
+    timing.paired_runs(base, [arm], ["a"], temperature=1.0, repetitions=2)
+    assert len(calls) == 6  # sampling is a new kind of request: warm-up again
+    engines.pop(arm)  # the arm's engine was shut down and will be rebuilt
+    calls.clear()
+    timing.paired_runs(base, [arm], ["a"], repetitions=1)
+    assert calls == [("draft_model", 0.0), ("draft_model", 0.0), ("baseline", 0.0)]  # round 2 rotates the order
