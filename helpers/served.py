@@ -6,10 +6,10 @@ The parts, in the order the notebook uses them:
   whole plan (methods, concurrencies, repetitions, deployment URLs, workload kind) before any server starts.
 * :func:`checklist_data` and :func:`predictions`: notebook 06's checklist for this workload at each concurrency,
   from this machine's results of 04-06 (``build/results/``) or the kit's reference results.
-* :func:`measure`: one server per method at a time (``helpers.serving.Server``: started on 127.0.0.1,
+* :func:`measure`: one server per method, all up together (``helpers.serving.Server``: started on 127.0.0.1,
   health-checked, always stopped; or ``Server.from_url`` for an existing deployment), ``vllm bench serve`` at
-  each concurrency and repetition, the server's ``/metrics`` speculation counters read before and after each
-  run; one tidy row per run.
+  each concurrency and repetition with the methods' runs interleaved, the server's ``/metrics`` speculation
+  counters read before and after each run; one tidy row per run.
 * :func:`speedups`, :func:`compare`, :func:`agreement`: the measured speedup per concurrency (repetition i of a
   method paired with repetition i of the baseline, ``timing.speedup_interval`` and ``timing.verdict``), the
   prediction's error, and computed sentences on whether the direction agrees with notebooks 04 and 06.
@@ -18,6 +18,7 @@ The parts, in the order the notebook uses them:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
@@ -263,14 +264,19 @@ def measure(profile: Profile, workload: Workload, methods: Sequence[str] | None 
             result_dir: str | Path | None = None, request_rate: float = math.inf, port: int = serving.DEFAULT_PORT,
             progress: bool = True, server_options: dict[str, Any] | None = None,
             **bench_options: Any) -> pd.DataFrame:
-    """Each method's server in turn (one at a time), each repetition, each concurrency: one tidy row per run.
+    """Every method's server up together, the runs interleaved: one tidy row per run.
 
-    Without ``base_urls`` each server is started here on 127.0.0.1:``port`` with the profile's k and default draft
-    and stopped at the end of its block, also on an error or an interrupted cell; with ``base_urls`` the
-    deployment's servers are health-checked first and never started or stopped. ``server_options`` go to
-    ``serving.Server`` (e.g. ``tensor_parallel_size``), ``bench_options`` to ``serving.run_bench``. One benchmark
-    client process serves all runs against a server; only its first run sends warm-up requests
-    (``num_warmups``, default 1).
+    For each repetition and concurrency the methods take turns, their order rotating with the repetition (as the
+    offline ``timing.paired_runs``), so a drift of the machine lands on every method alike instead of on the ratio
+    of two servers measured one after the other. Only one server works at a time: an idle server took about 2% of
+    one core here (0.4 s of CPU in 20 s, the cpu profile's draft-model server).
+
+    Without ``base_urls`` the servers are started here one after another on 127.0.0.1, ports ``port``,
+    ``port + 1``, ..., with the profile's k and default draft, and all stopped at the end, also on an error or an
+    interrupted cell; with ``base_urls`` the deployment's servers are health-checked first and never started or
+    stopped. ``server_options`` go to ``serving.Server`` (e.g. ``tensor_parallel_size``), ``bench_options`` to
+    ``serving.run_bench``. One benchmark client process serves all runs; only each server's first run sends
+    warm-up requests (``num_warmups``, default 1).
     """
     methods = check_plan(methods, concurrencies, repetitions, base_urls)
     check_run_settings(max(concurrencies), workload.max_tokens, workload.temperature, workload.num_prompts,
@@ -279,25 +285,33 @@ def measure(profile: Profile, workload: Workload, methods: Sequence[str] | None 
     result_dir.mkdir(parents=True, exist_ok=True)
     if base_urls is not None:  # every deployment answers before anything is measured
         servers = {m: serving.Server.from_url(base_urls[m]) for m in methods}
-    else:  # every command is built and checked, and the port is free, before the first server starts
-        servers = {m: serving.Server(profile, m, k=profile.k, port=port, **(server_options or {})) for m in methods}
-        serving.check_port_free(port)
+    else:  # every command is built and checked, and every port is free, before the first server starts
+        servers = {m: serving.Server(profile, m, k=profile.k, port=port + i, exclusive=False, **(server_options or {}))
+                   for i, m in enumerate(methods)}
+        for i in range(len(methods)):
+            serving.check_port_free(port + i)
+    row_labels = {m: labels(profile, m, s.base_url if base_urls is not None else None) for m, s in servers.items()}
     total = len(methods) * repetitions * len(concurrencies)
     bar = _progress(total) if progress else None
     warmups = bench_options.pop("num_warmups", 1)
+    warm: set[str] = set()
     rows = []
     try:
-        for method, server in servers.items():
-            row_labels = labels(profile, method, server.base_url if base_urls is not None else None)
-            with server, serving.BenchClient() as client:
-                for repetition in range(repetitions):
-                    for c in concurrencies:
+        with contextlib.ExitStack() as stack:
+            for server in servers.values():
+                stack.enter_context(server)  # started one at a time; stopped, all, at the end of the block
+            client = stack.enter_context(serving.BenchClient())
+            for repetition in range(repetitions):
+                order = methods[repetition % len(methods):] + methods[:repetition % len(methods)]
+                for c in concurrencies:
+                    for method in order:
                         if bar is not None:
                             bar.set_postfix_str(f"{method}, repetition {repetition + 1}, concurrency {c}")
-                        first = repetition == 0 and c == concurrencies[0]  # later runs find the server warm
-                        rows.append({**measure_point(server, workload, c, repetition, row_labels, result_dir,
-                                                     request_rate, client=client, num_warmups=warmups if first else 0,
-                                                     **bench_options), "repetitions": repetitions})
+                        rows.append({**measure_point(servers[method], workload, c, repetition, row_labels[method],
+                                                     result_dir, request_rate, client=client,
+                                                     num_warmups=0 if method in warm else warmups, **bench_options),
+                                     "repetitions": repetitions})
+                        warm.add(method)  # later runs find this server warm
                         if bar is not None:
                             bar.update(1)
     finally:
@@ -473,8 +487,47 @@ def _differences_04(row, point, table: pd.DataFrame | None) -> list[str]:
         if tokens == tokens:
             out.append(f"requests wrote {tokens:.0f} tokens on average (max_tokens {int(table['max_tokens'].iloc[0])})")
     if table is not None and len(table) and str(table.get("hardware", pd.Series(["CPU"])).iloc[0]).startswith("CPU"):
-        out.append(f"on a CPU the API server's process shares this machine's {os.cpu_count()} cores with the engine")
+        layouts = engine_layouts(str(table["profile"].iloc[0])) if "profile" in table else None
+        out += layout_lines(layouts) if layouts is not None else [
+            f"on a CPU the server's processes share this machine's {os.cpu_count()} cores with the engine"]
     return out
+
+
+LAYOUTS = ("in-process", "one-core", "multiprocess")
+
+
+def engine_layouts(profile: str) -> pd.DataFrame | None:
+    """The reference measurement of ``scripts/engine_layouts.py`` for ``profile``, or None where there is none."""
+    path = results.REFERENCE / f"engine_layouts-{profile}.csv"
+    return pd.read_csv(path).set_index("layout") if path.exists() else None
+
+
+def layout_lines(layouts: pd.DataFrame) -> list[str]:
+    """What the same offline measurement gave in vLLM's engine layouts (``scripts/engine_layouts.py``), as sentences."""
+    first = layouts.iloc[0]
+    rows = [layouts.loc[name] for name in LAYOUTS]
+    even = (first.tokens_per_verify_step - 1) / first.k  # c_eff at which tokens per step / (1 + k c_eff) = 1
+    ratios = ", ".join(f"{name} {r.speedup:.2f}x [{r.speedup_ci_low:.2f}, {r.speedup_ci_high:.2f}]"
+                       for name, r in zip(LAYOUTS, rows))
+    overlap = max(r.speedup_ci_low for r in rows) < min(r.speedup_ci_high for r in rows)
+    return [
+        "the server runs vLLM's multiprocess engine (an EngineCore and a Worker process); on the CPU vLLM binds the "
+        "worker's OpenMP threads to the cores it does not keep back for the other processes "
+        "(vllm/utils/ompmultiprocessing.py, OMPProcessManager: one core kept per worker on x86), so on 2 cores the "
+        "model runs on one, where 04's in-process engines use both",
+        f"the same offline paired measurement ({first.arm} against the baseline, {first.prompts} structured prompts, "
+        f"{first.max_tokens} tokens, T=0, {first.repetitions} repetitions; reference: {first.hardware}, {first.date}) "
+        f"in three layouts: {ratios}; acceptance {first.acceptance_rate:.0%} and {first.tokens_per_verify_step:.2f} "
+        f"tokens per verify step in each; c_eff (a verify step's cost in baseline steps per draft token) "
+        + " -> ".join(f"{r.c_eff:.2f}" for r in rows) + "; baseline TPOT "
+        + " -> ".join(f"{r.baseline_tpot_ms:.0f}" for r in rows) + " ms"
+        + (": the intervals overlap, so at this size the layout's effect is not told apart from the spread between "
+           "runs" if overlap else ""),
+        f"a verify step emitting {first.tokens_per_verify_step:.2f} tokens breaks even at c_eff = "
+        f"({first.tokens_per_verify_step:.2f} - 1) / {first.k} = {even:.2f} (theory: speedup = tokens per step / "
+        f"(1 + k c_eff)): " + "; ".join(f"{name} {'below' if r.c_eff < even else 'above'} it" for name, r in
+                                         zip(LAYOUTS, rows)),
+    ]
 
 
 def _differences_06(high, low, table: pd.DataFrame | None) -> list[str]:

@@ -151,7 +151,7 @@ def test_sample_recovered_tokens_stand_in_matches_reference(seed, with_draft_pro
                                                        inv_q))
 
 
-# --- Real engines at T = 1: sampled verification accepts draft tokens (in-process; multiprocess: test_engines) ---
+# --- Real engines at T = 1: sampled verification accepts draft tokens (in-process; served: test_serving_vllm) ---
 
 ACCEPTANCE_SCRIPT = textwrap.dedent("""
     import json
@@ -170,8 +170,8 @@ ACCEPTANCE_SCRIPT = textwrap.dedent("""
 """)
 
 
-# In-process, all three arms. The multiprocess engine (EngineCore in its own process) is checked at T = 1 in
-# tests/test_engines.py, together with its shutdown: one multiprocess start for both.
+# In-process, all three arms. vLLM's multiprocess engine (EngineCore and Worker in their own processes) is checked at
+# T = 1 through a real server in tests/test_serving_vllm.py: the kit's vLLM plugin must load in those processes too.
 def test_sampled_verification_accepts_draft_tokens(cpu_models):
     out = subprocess.run([sys.executable, "-c", ACCEPTANCE_SCRIPT], cwd=ROOT, capture_output=True, text=True,
                          env={**os.environ, "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}, timeout=900)

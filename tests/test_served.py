@@ -290,8 +290,10 @@ class FakeServer:
     """Stands in for serving.Server: records starts and stops, serves growing speculation counters."""
 
     events: list = []
+    ports: list = []
 
     def __init__(self, profile=None, method="baseline", k=None, port=0, **options):
+        self.ports.append(port)
         self.method, self.base_url, self.model, self.owned = method, f"http://127.0.0.1:{port}/{method}", "tiny", True
 
     @classmethod
@@ -345,7 +347,7 @@ def fake_counters():
 
 @pytest.fixture
 def stand_ins(monkeypatch):
-    FakeServer.events = []
+    FakeServer.events, FakeServer.ports = [], []
     monkeypatch.setattr(serving, "Server", FakeServer)
     monkeypatch.setattr(serving, "check_port_free", lambda port, host=None: None)
     monkeypatch.setattr(serving, "spec_counters", fake_counters())
@@ -354,15 +356,17 @@ def stand_ins(monkeypatch):
     return monkeypatch
 
 
-def test_measure_runs_one_server_at_a_time_and_writes_tidy_rows(stand_ins, tmp_path):
+def test_measure_interleaves_the_servers_runs_and_writes_tidy_rows(stand_ins, tmp_path):
     stand_ins.setattr(serving, "bench_workload", bench := fake_bench())
     workload = served.prepare(pasted="a b\nc d", **PLAN)
     table = served.measure(PROFILE, workload, ("baseline", "ngram"), [1, 4], 2, result_dir=tmp_path, progress=False)
-    assert bench.warmups == [1, 0, 0, 0] * 2  # warm-up requests in each server's first run only
-    assert FakeServer.events == [("start", "baseline"), ("stop", "baseline"), ("start", "ngram"), ("stop", "ngram")]
+    assert bench.warmups == [1, 1] + [0] * 6  # warm-up requests in each server's first run only
+    assert FakeServer.events == [("start", "baseline"), ("start", "ngram"), ("stop", "ngram"), ("stop", "baseline")]
     assert len(table) == 2 * 2 * 2
-    assert list(table[["method", "repetition", "concurrency"]].itertuples(index=False, name=None))[:4] == [
-        ("baseline", 0, 1), ("baseline", 0, 4), ("baseline", 1, 1), ("baseline", 1, 4)]
+    assert list(table[["method", "repetition", "concurrency"]].itertuples(index=False, name=None)) == [
+        ("baseline", 0, 1), ("ngram", 0, 1), ("baseline", 0, 4), ("ngram", 0, 4),  # the methods take turns,
+        ("ngram", 1, 1), ("baseline", 1, 1), ("ngram", 1, 4), ("baseline", 1, 4)]  # their order rotating
+    assert FakeServer.ports == [serving.DEFAULT_PORT, serving.DEFAULT_PORT + 1]  # one port each
     assert (table["repetitions"] == 2).all() and (table["source"] == "pasted text").all()
     assert table.set_index("method").loc["baseline", "num_prompts"].tolist() == [2, 4, 2, 4]  # at least c requests
     ngram = table[table["method"] == "ngram"]
@@ -382,12 +386,12 @@ def test_measure_with_deployment_urls_starts_nothing(stand_ins, tmp_path):
     assert list(table["method"]) == ["baseline", "draft_model"]
 
 
-def test_a_failed_run_stops_the_server_and_keeps_what_was_measured(stand_ins, tmp_path):
+def test_a_failed_run_stops_the_servers_and_keeps_what_was_measured(stand_ins, tmp_path):
     stand_ins.setattr(serving, "bench_workload", fake_bench(fail_on="ngram"))
     workload = served.prepare(pasted="a b", **PLAN)
     with pytest.raises(serving.BenchError):
         served.measure(PROFILE, workload, ("baseline", "ngram"), [1], 1, result_dir=tmp_path, progress=False)
-    assert FakeServer.events[-1] == ("stop", "ngram")
+    assert FakeServer.events[-2:] == [("stop", "ngram"), ("stop", "baseline")]  # both, after the error
     assert list(served.measure.partial["method"]) == ["baseline"]
 
 
@@ -412,3 +416,22 @@ def test_counter_check_compares_with_the_clients_own_counts():
                           {"method": "ngram", "drafts": 15, "bench_drafts": 12},
                           {"method": "baseline", "drafts": float("nan"), "bench_drafts": float("nan")}])
     assert "2 to 3 per run over 2 runs" in served.counter_check(table)[0]
+
+
+def test_the_engine_layout_lines_come_from_the_layout_measurement():
+    common = dict(arm="draft 2l k=4", prompts=8, max_tokens=48, repetitions=2, hardware="CPU: test (2 cores)",
+                  date="2026-12-03", acceptance_rate=0.305, tokens_per_verify_step=2.27, k=4)
+    layouts = pd.DataFrame([
+        {"layout": "multiprocess", "speedup": 0.93, "speedup_ci_low": 0.71, "speedup_ci_high": 1.21, "c_eff": 0.40,
+         "baseline_tpot_ms": 108, **common},
+        {"layout": "in-process", "speedup": 1.19, "speedup_ci_low": 0.91, "speedup_ci_high": 1.55, "c_eff": 0.24,
+         "baseline_tpot_ms": 93, **common},
+        {"layout": "one-core", "speedup": 1.05, "speedup_ci_low": 0.78, "speedup_ci_high": 1.41, "c_eff": 0.32,
+         "baseline_tpot_ms": 116, **common}]).set_index("layout")
+    binding, measured, even = served.layout_lines(layouts)
+    assert "ompmultiprocessing.py" in binding
+    assert "in-process 1.19x [0.91, 1.55], one-core 1.05x [0.78, 1.41], multiprocess 0.93x [0.71, 1.21]" in measured
+    assert "per draft token) 0.24 -> 0.32 -> 0.40" in measured and "93 -> 116 -> 108 ms: the intervals overlap" in measured
+    assert "acceptance 30% and 2.27 tokens per verify step in each" in measured and "CPU: test (2 cores), 2026-12-03" in measured
+    assert "c_eff = (2.27 - 1) / 4 = 0.32" in even
+    assert even.endswith("in-process below it; one-core above it; multiprocess above it")  # 0.32 vs 0.3175

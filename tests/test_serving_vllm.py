@@ -1,6 +1,7 @@
 """helpers.serving against a real vLLM server: start, health, vLLM's own benchmark client at two concurrency
-levels, the result parser and the /metrics counters on its output, stop with no process left, and a port
-conflict refused before anything starts."""
+levels (one client process for all runs), the result parser and the /metrics counters on its output, T = 1 draft
+acceptance in vLLM's multiprocess engine (the kit's CPU correction loaded there), stop with no process left, and a
+port conflict refused before anything starts."""
 
 import math
 import socket
@@ -33,7 +34,15 @@ def test_a_real_draft_model_server_measured_by_vllms_client(cpu_models, tmp_path
                                      label=f"draft-c{concurrency}", client=client, num_warmups=2 - concurrency)
             counted = server.spec_counters() - before
             rows.append((serving.parse_bench(path), counted))
+        # T = 1 in vLLM's multiprocess engine: the kit's correction of the CPU expand kernel (a vLLM plugin) must load
+        # in the server's EngineCore and Worker processes; without it T > 0 verification accepted no draft token.
+        before = server.spec_counters()
+        serving.run_bench(server, dataset, concurrency=2, max_tokens=32, temperature=1.0, result_dir=tmp_path,
+                          label="draft-t1", client=client, num_warmups=0)
+        sampled = server.spec_counters() - before
         client_pid = client.process.pid
+    assert sampled.draft_tokens > 0 and sampled.acceptance_rate > 0.05, (
+        f"T = 1 served: {sampled.accepted} of {sampled.draft_tokens} draft tokens accepted")
     assert not serving.group_alive(client_pid)  # the client is gone with the block
     pgid = server.pgid
     assert not serving.group_alive(pgid), serving.group_members(pgid)  # nothing of the server is left
