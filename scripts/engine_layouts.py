@@ -10,8 +10,10 @@ layouts, each in its own process, written to ``data/reference/engine_layouts-<pr
   (``vllm/utils/ompmultiprocessing.py``, ``OMPProcessManager``: one core per worker on x86), so on 2 cores the
   model runs on one.
 
-Same prompts, same tokens, same acceptance in each layout: what moves is what a speculative step costs (``c_eff``).
-Run: ``.venv/bin/python scripts/engine_layouts.py`` (about 16 minutes on 2 cores).
+Same prompts, same tokens, same acceptance in each layout; what can differ is what a verify step costs (``c_eff``).
+On the reference machine two rounds (2026-12-03) moved c_eff and the speedup within the spread between runs, in no
+consistent direction by layout (README, notebook 07). Run: ``.venv/bin/python scripts/engine_layouts.py`` (about
+16 minutes on 2 cores).
 """
 
 from __future__ import annotations
