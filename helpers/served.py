@@ -513,8 +513,9 @@ def layout_lines(layouts: pd.DataFrame) -> list[str]:
     return [
         "the server runs vLLM's multiprocess engine (an EngineCore and a Worker process); on the CPU vLLM binds the "
         "worker's OpenMP threads to the cores it does not keep back for the other processes "
-        "(vllm/utils/ompmultiprocessing.py, OMPProcessManager: one core kept per worker on x86), so on 2 cores the "
-        "model runs on one, where 04's in-process engines use both",
+        "(vllm/utils/ompmultiprocessing.py, OMPProcessManager: one core kept per worker on x86); on the 2-core "
+        "reference machine the model ran on one (the Worker's Cpus_allowed_list 0, OMP_NUM_THREADS=1), where 04's "
+        "in-process engines use both",
         f"the same offline paired measurement ({first.arm} against the baseline, {first.prompts} structured prompts, "
         f"{first.max_tokens} tokens, T=0, {first.repetitions} repetitions; reference: {first.hardware}, {first.date}) "
         f"in three layouts: {ratios}; acceptance {first.acceptance_rate:.0%} and {first.tokens_per_verify_step:.2f} "
@@ -590,8 +591,8 @@ def itl_sentences(itl: pd.DataFrame, concurrency: int | None = None, baseline: s
 
 
 def counter_check(table: pd.DataFrame) -> list[str]:
-    """The counters read here around each client run beside the client's own (after its test request and warm-up):
-    ours count those extra requests too, so they hold at least as many drafts."""
+    """The counters read here around each client run beside the client's own (after its warm-up request, sent in each
+    server's first run only): ours count that request too, so they hold at least as many drafts."""
     spec = table[table["method"] != BASELINE]
     if "bench_drafts" not in spec or spec.empty:
         return []
@@ -600,6 +601,6 @@ def counter_check(table: pd.DataFrame) -> list[str]:
     if not both.any():
         return ["the benchmark client reported no speculation counters of its own"]
     extra = (ours[both] - client[both])
-    return [f"drafts counted around each client run minus the client's own count (its test request and warm-up): "
+    return [f"drafts counted around each client run minus the client's own count (its warm-up, first run only): "
             f"{int(extra.min())} to {int(extra.max())} per run over {int(both.sum())} runs"
             + ("" if (extra >= 0).all() else "; negative somewhere: another client used the server meanwhile?")]
