@@ -1,4 +1,4 @@
-"""Why the served draft model lost at one request where the offline engine paid: the same paired measurement
+"""Does vLLM's engine layout move speculation's gain at one request? The same paired measurement
 (baseline against the profile's draft model, structured prompts, T = 0, one request at a time) in three engine
 layouts, each in its own process, written to ``data/reference/engine_layouts-<profile>.csv`` for notebook 07.
 
@@ -27,14 +27,15 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-LAYOUTS = ("in-process", "one-core", "multiprocess")
+sys.path.insert(0, str(ROOT))
+from helpers.served import LAYOUTS  # noqa: E402  (notebook 07 reads the CSV by these names)
+
 COLUMNS = ("speedup", "speedup_ci_low", "speedup_ci_high", "decode_speedup", "tpot_ms", "acceptance_rate",
            "tokens_per_verify_step", "c_eff", "pairs")
 
 
 def measure(profile: str, n_prompts: int, max_tokens: int, repetitions: int) -> dict:
     """One layout (the one this process was started in): the speculative arm's summary row and the baseline's TPOT."""
-    sys.path.insert(0, str(ROOT))
     import torch
 
     from helpers.engines import EngineSpec, get_profile
@@ -62,7 +63,6 @@ def main() -> None:
     if args.layout:
         print("RESULT " + json.dumps(measure(args.profile, args.prompts, args.max_tokens, args.repetitions)))
         return
-    sys.path.insert(0, str(ROOT))
     import pandas as pd
 
     from helpers import hardware
