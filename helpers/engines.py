@@ -26,6 +26,9 @@ os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB of KV cache on the CPU backend
 
 
+OPEN_END = 1 << 16  # a k_per_batch_size range ending here covers every larger batch on the machines the kit runs on
+
+
 @dataclass(frozen=True)
 class EngineSpec:
     profile: str
@@ -34,7 +37,8 @@ class EngineSpec:
     draft: str | None = None  # draft candidate name within the profile; None = its default
     draft_sample_method: str = "greedy"
     max_model_len: int | None = None
-    # vLLM's dynamic speculation: ((first batch size, last batch size, k), ...); k = 0 turns drafting off
+    # vLLM's dynamic speculation: ((first batch size, last batch size, k), ...); k = 0 turns drafting off;
+    # a last batch size of OPEN_END or more means "and every larger batch"
     k_per_batch_size: tuple[tuple[int, int, int], ...] | None = None
 
     def label(self) -> str:
@@ -46,7 +50,8 @@ class EngineSpec:
         if self.method == "draft_alone":
             return f"draft {draft} alone"
         if self.k_per_batch_size:
-            return f"draft {draft} k by batch size " + ", ".join(f"{a}-{b}:{k}" for a, b, k in self.k_per_batch_size)
+            ranges = (f"{a}+:{k}" if b >= OPEN_END else f"{a}-{b}:{k}" for a, b, k in self.k_per_batch_size)
+            return f"draft {draft} k by batch size " + ", ".join(ranges)
         return f"draft {draft} k={self.k}"
 
 

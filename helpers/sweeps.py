@@ -12,7 +12,7 @@ from itertools import cycle, islice
 import numpy as np
 import pandas as pd
 
-from helpers.engines import EngineSpec, get_engine
+from helpers.engines import OPEN_END, EngineSpec, get_engine
 from helpers.timing import paired_runs, speedup_interval, summarize
 from helpers.workloads import long_context_prompt, prompts
 
@@ -123,7 +123,7 @@ def k_schedule(loss_at: int | None, smallest: int, k: int) -> tuple[tuple[tuple[
     if loss_at <= smallest:
         return None, (f"the draft model lost already at {loss_at} request(s): a batch-size schedule cannot help; "
                       "leave speculation off on this machine")
-    schedule = ((1, loss_at - 1, k), (loss_at, 1 << 16, 0))
+    schedule = ((1, loss_at - 1, k), (loss_at, OPEN_END, 0))
     return schedule, f"schedule {schedule}: k={k} below {loss_at} concurrent requests, no drafting from there"
 
 

@@ -13,11 +13,11 @@ from itertools import cycle, islice
 
 import numpy as np
 
-from helpers.engines import EngineSpec, get_engine
+from helpers.engines import OPEN_END, EngineSpec, get_engine
 from helpers.timing import request_timing, run, sampling_params
 from helpers.workloads import prompts
 
-SCHEDULE = ((1, 3, 4), (4, 1 << 16, 0))
+SCHEDULE = ((1, 3, 4), (4, OPEN_END, 0))
 ARMS = {"plain k=4": EngineSpec("cpu", "draft_model", k=4),
         "schedule": EngineSpec("cpu", "draft_model", k=4, k_per_batch_size=SCHEDULE)}
 if "swap" in sys.argv:

@@ -42,6 +42,18 @@ def test_invalid_spec_is_refused_before_any_engine(cpu_models, spec, message):
     assert live_specs() == []
 
 
+@pytest.mark.parametrize("spec, label", [
+    (EngineSpec("cpu"), "baseline"),
+    (EngineSpec("cpu", method="ngram", k=3), "ngram k=3"),
+    (EngineSpec("cpu", method="draft_model", draft="1l"), "draft 1l k=4"),
+    (EngineSpec("cpu", method="draft_alone", draft="2l"), "draft 2l alone"),
+    (EngineSpec("cpu", method="draft_model", draft="2l", k_per_batch_size=((1, 3, 4), (4, engines.OPEN_END, 0))),
+     "draft 2l k by batch size 1-3:4, 4+:0"),
+])
+def test_labels_name_the_arm(spec, label):
+    assert spec.label() == label
+
+
 def test_missing_model_folder_is_refused(tmp_path, monkeypatch):
     broken = Profile("broken", "no weights", str(tmp_path / "absent"), {}, "", 4, "float32", 512, "cpu")
     monkeypatch.setitem(PROFILES, "broken", broken)
