@@ -146,8 +146,11 @@ class ResultsBrowser:
                 for k, value in zip(chosen["k"], chosen["speedup"]):
                     self.marked[source] = (int(k), float(value))
             ax.axhline(1, color="k", ls="--", lw=1)
-            ax.set(xlabel="k (draft tokens)", ylabel="speedup",
-                   title=f"{self.category.value}, T = {self.temperature.value:g} (circle: selected k)")
+            ax.axvline(self.k.value, color="0.6", lw=1, zorder=0)  # the selection, also where nothing was measured
+            ks = [int(k) for k in self.k.options]
+            ax.set_xticks(ks, [str(k) for k in ks])
+            ax.set(xlabel="k (draft tokens)", ylabel="speedup", xlim=(min(ks) - 0.5, max(ks) + 0.5),
+                   title=f"{self.category.value}, T = {self.temperature.value:g} (grey line, circle: selected k)")
             ax.legend(fontsize=8)
             plt.show()
             plt.close(fig)
