@@ -12,7 +12,8 @@ from helpers import checklist, theory
 
 
 class SpeedupExplorer:
-    """Sliders for alpha, k and c; the theoretical speedup curve, break-even line and measured points."""
+    """Sliders for alpha, k and c; the theoretical speedup curve, break-even line and measured points (dicts with
+    alpha, speedup, label and optionally a matplotlib format ``style`` and marker ``size``)."""
 
     def __init__(self, measured: list[dict] | None = None):
         self.measured = measured or []
@@ -49,7 +50,8 @@ class SpeedupExplorer:
             ax.axhline(1.0, color="k", ls="--", lw=1, label="break-even")
             ax.plot([a], [self.speedup], "o", color="C0")
             for point in self.measured:
-                ax.plot(point["alpha"], point["speedup"], "s", label=point["label"])
+                ax.plot(point["alpha"], point["speedup"], point.get("style", "s"), ms=point.get("size", 6),
+                        label=point["label"])
             ax.set(xlabel="alpha (per-token acceptance)", ylabel="speedup", ylim=(0, None))
             ax.legend(fontsize=8)
             plt.show()
@@ -70,7 +72,7 @@ def reference_points(profile: str, k: int) -> list[dict]:
         return []
     rows = grid[(grid["method"] == "draft_model") & (grid["k"] == k) & grid["acceptance_rate"].notna()]
     return [{"alpha": theory.alpha_from_acceptance_rate(row.acceptance_rate, k), "speedup": row.decode_speedup,
-             "label": f"reference: {row.category}, T={row.temperature:g}"} for row in rows.itertuples()]
+             "label": f"reference: {row.category}, T={row.temperature:g}, k={k}"} for row in rows.itertuples()]
 
 
 class ResultsBrowser:

@@ -60,3 +60,20 @@ def test_results_browser_opens_from_the_reference_and_adds_this_run():
     assert browser.marked == {"reference: CPU, 2026-12-03": (4, 1.3), "this machine": (4, 0.9)}
     browser.k.value = 8  # measured by the reference only: the table says so by showing only its row
     assert "this machine" not in browser.table.value and len(browser.selected()) == 1
+
+
+def test_reference_points_are_the_shipped_draft_model_rows_at_the_asked_k():
+    from helpers import results
+    from helpers.theory import alpha_from_acceptance_rate
+    from helpers.widgets import reference_points
+
+    grid = results.load_reference("04_structured_vs_creative", "cpu")
+    if grid is None:
+        pytest.skip("no reference shipped: test_reference_is_not_stale fails for that")
+    rows = grid[(grid["method"] == "draft_model") & (grid["k"] == 4)]
+    points = reference_points("cpu", 4)
+    assert len(points) == len(rows) > 0 and all(p["label"].endswith(", k=4") for p in points)
+    first = rows.iloc[0]
+    assert points[0]["alpha"] == pytest.approx(alpha_from_acceptance_rate(first["acceptance_rate"], 4))
+    assert points[0]["speedup"] == first["decode_speedup"]
+    assert reference_points("cpu", 99) == []
