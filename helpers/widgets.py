@@ -153,7 +153,7 @@ class ResultsBrowser:
             ax.set_xticks(ks, [str(k) for k in ks])
             ax.set(xlabel="k (draft tokens)", ylabel="speedup", xlim=(min(ks) - 0.5, max(ks) + 0.5),
                    title=f"{self.category.value}, T = {self.temperature.value:g} (grey line, circle: selected k)")
-            ax.legend(fontsize=8)
+            ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))  # beside the plot, off the points
             plt.show()
             plt.close(fig)
 
