@@ -148,11 +148,12 @@ class ResultsBrowser:
                 for k, value in zip(chosen["k"], chosen["speedup"]):
                     self.marked[source] = (int(k), float(value))
             ax.axhline(1, color="k", ls="--", lw=1)
-            ax.axvline(self.k.value, color="0.6", lw=1, zorder=0)  # the selection, also where nothing was measured
+            selected = int(self.k.value)  # shaded: the selection, also where nothing was measured
+            ax.axvspan(selected - 0.25, selected + 0.25, color="gold", alpha=0.3, lw=0, zorder=0)
             ks = [int(k) for k in self.k.options]
             ax.set_xticks(ks, [str(k) for k in ks])
             ax.set(xlabel="k (draft tokens)", ylabel="speedup", xlim=(min(ks) - 0.5, max(ks) + 0.5),
-                   title=f"{self.category.value}, T = {self.temperature.value:g} (grey line, circle: selected k)")
+                   title=f"{self.category.value}, T = {self.temperature.value:g} (shaded, circled: selected k)")
             ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))  # beside the plot, off the points
             plt.show()
             plt.close(fig)
