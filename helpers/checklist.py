@@ -145,10 +145,11 @@ def throughput(answers: Answers, data: Measurements, method: str) -> dict:
     reasons = [
         f"{answers.concurrency} concurrent requests: throughput {measured:.2f}x on structured prompts at T=0 "
         f"(06, {_span(curve.index, answers.concurrency, 'requests')}; drafts compete with real tokens for compute)",
-        f"{answers.workload} at temperature {point['temperature']:g}: × {point['speedup']:.2f}x / "
-        f"{reference['speedup']:.2f}x = {ratio:.2f}, 04's batch-1 speedup for it over structured at "
-        f"T={reference['temperature']:g} (assumed: the workload changes throughput as it changes latency at batch 1; "
-        "prompt and answer length are not modelled at this concurrency)",
+        f"{answers.workload} at temperature {point['temperature']:g}: "
+        + ("the workload 06 measured, no scaling" if point.name == reference.name else
+           f"× {point['speedup']:.2f}x / {reference['speedup']:.2f}x = {ratio:.2f}, 04's batch-1 speedup for it over "
+           f"structured at T={reference['temperature']:g} (assumed: the workload changes throughput as it changes "
+           "latency at batch 1)") + "; prompt and answer length are not modelled at this concurrency",
     ]
     return {"method": method, "quantity": "throughput", "speedup": measured * ratio, "reasons": reasons}
 

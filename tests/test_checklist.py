@@ -100,11 +100,13 @@ def test_concurrency_predicts_throughput_adjusted_for_the_workload():
     draft = option(result, "draft_model")
     assert draft["quantity"] == "throughput" and draft["speedup"] == pytest.approx(1.2)
     assert "throughput" in result["verdict"] and "4 concurrent requests" in result["verdict"]
+    assert any("the workload 06 measured, no scaling" in r for r in draft["reasons"])  # structured, T=0: as 06
     high = checklist.recommend(answers(workload="creative", temperature=0.9, concurrency=16), measurements())
     assert option(high, "draft_model")["speedup"] == pytest.approx(0.75 * 0.8 / 1.6)
     assert option(high, "ngram")["speedup"] == pytest.approx(1.0 * 0.97 / 1.1)
     assert high["verdict"].startswith("leave it off")
     assert any("assumed" in r for r in option(high, "ngram")["reasons"])
+    assert not any("no scaling" in r for r in option(high, "ngram")["reasons"])
 
 
 def test_verdict_names_where_the_speedups_were_measured():
