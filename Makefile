@@ -43,7 +43,7 @@ lint: $(STAMP)
 
 # PYTEST_ARGS adds pytest options; CI hands the notebooks its browser test runs to --deselect (see .ci/run).
 test: setup lint
-	SPECDEC_FAST=1 $(BIN)/python -m pytest tests notebooks --nbval-lax -v --durations=30 $(PYTEST_ARGS)
+	SPECDEC_FAST=1 $(BIN)/python -m pytest tests notebooks --nbval-lax -v --durations=0 --durations-min=1 $(PYTEST_ARGS)
 
 lab: setup
 	$(BIN)/python -m ipykernel install --user --name specdec-workshop --display-name "specdec-workshop (.venv)"
