@@ -170,10 +170,12 @@ class ResultsBrowser:
 class Checklist:
     """The decision checklist: workload, temperature, prompt and answer length, concurrency, card and model pair ->
     :func:`helpers.checklist.recommend` on this kit's measurements, with a reason per answer and where the
-    speedups were measured."""
+    speedups were measured. ``beside`` (label -> measurements, e.g. the shipped reference) adds each source's verdict
+    for the same answers under the main one."""
 
-    def __init__(self, data: checklist.Measurements, pairs: dict[str, tuple[object, object, str]]):
-        self.data, self.pairs = data, pairs
+    def __init__(self, data: checklist.Measurements, pairs: dict[str, tuple[object, object, str]],
+                 beside: dict[str, checklist.Measurements] | None = None):
+        self.data, self.pairs, self.beside = data, pairs, beside or {}
         style = {"description_width": "initial"}
         temps = sorted(data.grid["temperature"].unique())
         workloads = sorted(data.grid["category"].unique())
@@ -206,9 +208,16 @@ class Checklist:
                                  output_tokens=self.output_tokens.value)
 
     def update(self) -> None:
-        self.recommendation = checklist.recommend(self.answers(), self.data)
-        parts = [f"<h4>{self.recommendation['verdict']}</h4>",
-                 f"<p>Speedups measured on {self.recommendation['source']}.</p>"]
+        answers = self.answers()
+        self.recommendation = checklist.recommend(answers, self.data)
+        parts = [f"<h4>{self.recommendation['verdict']}</h4>"]
+        for label, data in self.beside.items():
+            try:
+                verdict = checklist.recommend(answers, data)["verdict"]
+            except ValueError as error:  # e.g. a workload the other source did not measure
+                verdict = f"no verdict: {error}"
+            parts.append(f"<p>Beside it, <b>{label}</b>: {verdict}</p>")
+        parts.append(f"<p>Speedups measured on {self.recommendation['source']}.</p>")
         for option in self.recommendation["options"]:
             items = "".join(f"<li>{reason}</li>" for reason in option["reasons"])
             parts.append(f"<b>{option['method']}</b>: predicted {option['speedup']:.2f}x {option['quantity']} "

@@ -1,3 +1,5 @@
+import dataclasses
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -135,6 +137,16 @@ def test_no_vram_headroom_rules_the_draft_out():
 def test_unmeasured_workload_is_a_clear_error():
     with pytest.raises(ValueError, match="no measurement"):
         checklist.recommend(answers(workload="poetry"), measurements())
+
+
+def test_widget_shows_the_verdict_of_a_source_beside_its_own():
+    other = measurements()
+    other = dataclasses.replace(other, grid=other.grid[other.grid["category"] == "structured"])
+    widget = Checklist(measurements(), {"talk": TALK}, beside={"reference: elsewhere": other})
+    expected = checklist.recommend(widget.answers(), other)["verdict"]
+    assert f"Beside it, <b>reference: elsewhere</b>: {expected}" in widget.result.value
+    widget.workload.value = "creative"  # measured here, not by the other source: said, not raised
+    assert "<b>reference: elsewhere</b>: no verdict: no measurement" in widget.result.value
 
 
 def test_widget_is_driven_by_its_values():

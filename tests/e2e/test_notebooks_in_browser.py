@@ -144,6 +144,8 @@ def test_06_checklist_verdict_follows_answers(lab, page):
         assert verdict.inner_text() != second, f"06 {which}: the verdict did not change with the concurrency"
         numbers = [re.findall(r"\d+\.\d+x", text) for text in (second, verdict.inner_text())]
         assert numbers[0] != numbers[1], f"06 {which}: the predicted speedup did not change: {numbers}"
+        if which == "this machine":  # the reference's verdict for the same answers, labelled, under this one's
+            assert "Beside it, reference: " in root.inner_text(), root.inner_text()[:800]
         e2e.screenshot(page, f"06-checklist-{which.replace(' ', '-')}")
 
 
