@@ -1,5 +1,5 @@
 """The real-browser test runs only through `make e2e` (SPECDEC_E2E=1): it starts JupyterLab, drives Debian's chromium
-and runs real vLLM engines for about ten minutes. `make test` (`pytest tests notebooks`) does not collect it, and
+and runs real vLLM engines for 7-8 minutes on 2 cores. `make test` (`pytest tests notebooks`) does not collect it, and
 needs neither Playwright nor chromium."""
 
 import os
