@@ -9,6 +9,7 @@ as it is.
 
 import logging
 import os
+import re
 import warnings
 from pathlib import Path
 
@@ -28,6 +29,18 @@ KNOWN_HARMLESS = (
     "min_p and logit_bias parameters won't work with speculative decoding",  # the kit uses neither
     "max_num_scheduled_tokens is set to",  # the kit's batches stay far below 4,096 scheduled tokens per step
 )
+
+
+VLLM_LOG_LINE = re.compile(r"^(?:\([^)\n]*\)\s*)?(INFO|WARNING|DEBUG) \d\d-\d\d \d\d:\d\d:\d\d", re.MULTILINE)
+
+
+def vllm_log_lines(text: str) -> dict[str, int]:
+    """vLLM log lines ("INFO 12-03 10:24:15 [file.py:12] ...", also "(EngineCore pid=1) INFO ...") in ``text``,
+    by level."""
+    counts = {"INFO": 0, "WARNING": 0, "DEBUG": 0}
+    for match in VLLM_LOG_LINE.finditer(text):
+        counts[match.group(1)] += 1
+    return counts
 
 
 class KnownHarmless(logging.Filter):

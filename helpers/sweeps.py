@@ -19,11 +19,11 @@ from helpers.workloads import long_context_prompt, prompts
 GridPoint = tuple[str, float, str, int]  # category, temperature, method, k
 
 
-def progress(items: Sequence, what: str):
-    """``items`` with a progress bar: points done out of the total and the elapsed time (a widget in JupyterLab)."""
+def progress(items: Sequence, what: str, unit: str = "point"):
+    """``items`` with a progress bar: items done out of the total and the elapsed time (a widget in JupyterLab)."""
     from tqdm.auto import tqdm
 
-    return tqdm(items, desc=what, unit="point")
+    return tqdm(items, desc=what, unit=unit)
 
 
 META = ("hardware", "profile", "target", "draft", "method", "k", "temperature", "repetitions")

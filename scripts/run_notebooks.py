@@ -7,7 +7,6 @@ its error, and the others run; the script exits non-zero at the end, naming ever
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import time
 from pathlib import Path
@@ -17,19 +16,15 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 from nbconvert import HTMLExporter
 
+from helpers import vllm_log_lines
+
 ROOT = Path(__file__).resolve().parent.parent
-VLLM_LOG = re.compile(r"^\(?[\w ]*\)?\s*(INFO|WARNING|DEBUG) \d\d-\d\d \d\d:\d\d:\d\d", re.MULTILINE)
 
 
 def log_lines(nb: nbformat.NotebookNode) -> dict[str, int]:
     """vLLM log lines ("INFO 12-03 10:24:15 [file.py:12] ...") that reached the notebook's outputs, by level."""
-    counts = {"INFO": 0, "WARNING": 0, "DEBUG": 0}
-    for cell in nb.cells:
-        for output in cell.get("outputs", []):
-            text = output.get("text", "") if output.get("output_type") == "stream" else ""
-            for match in VLLM_LOG.finditer(text):
-                counts[match.group(1)] += 1
-    return counts
+    return vllm_log_lines("\n".join(output.get("text", "") for cell in nb.cells for output in cell.get("outputs", [])
+                                    if output.get("output_type") == "stream"))
 
 
 def execute(path: Path) -> tuple[nbformat.NotebookNode, str | None]:

@@ -26,6 +26,12 @@ def test_logging_config_drops_known_harmless_and_keeps_other_warnings(capsys):
     assert "WARNING KV cache is almost full" in out
 
 
+def test_the_counter_sees_vllms_log_lines_with_and_without_a_process_prefix():
+    text = ("INFO 12-03 10:24:15 [core.py:1] x\n(EngineCore_DP0 pid=12) INFO 12-03 10:24:15 [a.py:2] y\n"
+            "(APIServer pid=7) WARNING 12-03 10:24:16 [b.py:3] z\nthe word INFO 12-03 10:24:17 mid-line\n")
+    assert helpers.vllm_log_lines(text) == {"INFO": 2, "WARNING": 1, "DEBUG": 0}
+
+
 ENGINE = textwrap.dedent("""
     from helpers.engines import EngineSpec, shutdown_engine
     from helpers.timing import run, sampling_params

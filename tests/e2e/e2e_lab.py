@@ -68,6 +68,18 @@ WIDGET_COUNT_JS = """() => {
 }"""
 # [code cell number, what failed] for each output of type 'error' in the current notebook's model and each stderr
 # output with a traceback in the DOM (JupyterLab runs with --LabApp.expose_app_in_browser: window.jupyterapp exists).
+STREAMS_JS = """() => {
+  const cells = window.jupyterapp.shell.currentWidget.content.model.cells, texts = [];
+  for (let i = 0; i < cells.length; i++) {
+    const cell = cells.get(i);
+    if (cell.type !== 'code') continue;
+    for (let j = 0; j < cell.outputs.length; j++) {
+      const out = cell.outputs.get(j).toJSON();
+      if (out.output_type === 'stream') texts.push([].concat(out.text).join(''));
+    }
+  }
+  return texts.join('\\n');
+}"""
 ERRORS_JS = """(stderr) => {
   const panel = window.jupyterapp.shell.currentWidget, found = [];
   if (!panel || !panel.content || !panel.content.model) return found;
@@ -307,8 +319,13 @@ class Notebook:
 
     # -- checks
     def check_cells_ran(self) -> None:
+        """Every code cell ran, none failed, and no vLLM INFO line reached the cells' printed output."""
+        from helpers import vllm_log_lines  # the kit's counter; helpers is not imported while `make test` collects
+
         errors = self.errors()
         assert not errors, f"{self.name}: cells failed:\n" + "\n".join(errors)
+        streams = self.page.evaluate(STREAMS_JS)
+        assert vllm_log_lines(streams)["INFO"] == 0, f"{self.name}: vLLM INFO lines in the outputs:\n{streams[-2000:]}"
         not_run = [i + 1 for i, p in enumerate(self.prompts()) if not re.fullmatch(r"\[\d+\]:", p)]
         assert not not_run, f"{self.name}: code cells {not_run} did not run (prompts {self.prompts()})"
 
