@@ -57,8 +57,9 @@ clean:
 	rm -rf build data/models
 
 # The real-browser test, not part of `make test`: JupyterLab driven through Debian's chromium with Playwright, in fast
-# mode (7-8 minutes on 2 cores, measured in the clean-clone CI runs; real vLLM engines). Playwright's own browser download cannot work on these
-# machines, so chromium comes from apt; screenshots and the measured times go to build/screenshots/.
+# mode (7-8 minutes on 2 cores, measured in the clean-clone CI runs; real vLLM engines). Playwright's own browser
+# download cannot work on these machines, so chromium comes from apt; screenshots and the measured times go to
+# build/screenshots/.
 # E2E passes pytest options, e.g. `make e2e E2E="-k before_running"` (the widgets from the reference, no engine);
 # .ci/run runs all of it.
 .PHONY: e2e

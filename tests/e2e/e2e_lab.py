@@ -68,18 +68,6 @@ WIDGET_COUNT_JS = """() => {
 }"""
 # [code cell number, what failed] for each output of type 'error' in the current notebook's model and each stderr
 # output with a traceback in the DOM (JupyterLab runs with --LabApp.expose_app_in_browser: window.jupyterapp exists).
-STREAMS_JS = """() => {
-  const cells = window.jupyterapp.shell.currentWidget.content.model.cells, texts = [];
-  for (let i = 0; i < cells.length; i++) {
-    const cell = cells.get(i);
-    if (cell.type !== 'code') continue;
-    for (let j = 0; j < cell.outputs.length; j++) {
-      const out = cell.outputs.get(j).toJSON();
-      if (out.output_type === 'stream') texts.push([].concat(out.text).join(''));
-    }
-  }
-  return texts.join('\\n');
-}"""
 ERRORS_JS = """(stderr) => {
   const panel = window.jupyterapp.shell.currentWidget, found = [];
   if (!panel || !panel.content || !panel.content.model) return found;
@@ -101,6 +89,19 @@ ERRORS_JS = """(stderr) => {
     if (text.includes('Traceback')) found.push([cellNo, text.slice(-1500)]);
   }
   return found;
+}"""
+# The text of every stream output (stdout, stderr) in the current notebook's model, joined.
+STREAMS_JS = """() => {
+  const cells = window.jupyterapp.shell.currentWidget.content.model.cells, texts = [];
+  for (let i = 0; i < cells.length; i++) {
+    const cell = cells.get(i);
+    if (cell.type !== 'code') continue;
+    for (let j = 0; j < cell.outputs.length; j++) {
+      const out = cell.outputs.get(j).toJSON();
+      if (out.output_type === 'stream') texts.push([].concat(out.text).join(''));
+    }
+  }
+  return texts.join('\\n');
 }"""
 
 
