@@ -16,7 +16,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from helpers import VLLM_LOGS
+from helpers import logs
+from helpers.logs import VLLM_LOGS
 from helpers.profiles import Profile, get_profile
 
 METHODS = ("baseline", "draft_model", "ngram", "draft_alone")  # draft_alone: the draft served by itself, to time it
@@ -24,6 +25,7 @@ MAX_K = 16
 
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB of KV cache on the CPU backend
+logs.configure()  # vLLM's records to build/logs/, in this process and the ones it starts
 
 
 OPEN_END = 1 << 16  # a k_per_batch_size range ending here covers every larger batch on the machines the kit runs on
@@ -187,25 +189,58 @@ def _guard_kernel_rebind() -> None:
     dispatcher._rebind_kernels = rebind
 
 
+_builds = {"count": 0}
+
+
 def get_engine(spec: EngineSpec):
-    """The engine for ``spec``: a live one if it matches, else a new one (after shutting down the oldest)."""
+    """The engine for ``spec``: a live one if it matches, else a new one (after shutting down the oldest).
+
+    vLLM's records and the native lines of its C++ code go to the log file (``helpers.logs``); the first build in
+    a process prints where. A failed build raises with the log's path and its error lines attached."""
     profile, spec = validate(spec)
     if spec in _live:
         _live.move_to_end(spec)
         return _live[spec]
     while len(_live) >= max_live(profile):
         shutdown_engine(next(iter(_live)))
-    from vllm import LLM
+    with logs.native_to_log():  # importing vLLM prints (Triton's absence)
+        from vllm import LLM
 
-    from helpers import cpu_expand_fix
+        from helpers import cpu_expand_fix
 
-    cpu_expand_fix.register()  # also a vLLM general plugin; called here for a checkout not installed with -e
+        cpu_expand_fix.register()  # also a vLLM general plugin; called here for a checkout not installed with -e
     _guard_kernel_rebind()
     model = profile.draft(spec.draft) if spec.method == "draft_alone" else profile.target
-    llm = LLM(model=model, speculative_config=speculative_config(profile, spec),
-              **engine_kwargs(profile, spec.max_model_len))
+    if _builds["count"] == 0 and not VLLM_LOGS:
+        print(logs.where())
+    _builds["count"] += 1
+    status_file = logs.log_file().parent / f"plugins-{os.getpid()}-{_builds['count']}.jsonl"
+    status_file.parent.mkdir(parents=True, exist_ok=True)
+    status_file.unlink(missing_ok=True)
+    os.environ[cpu_expand_fix.STATUS_FILE_ENV] = str(status_file)  # the engine's own processes write here
+    try:
+        with logs.native_to_log():
+            llm = LLM(model=model, speculative_config=speculative_config(profile, spec),
+                      **engine_kwargs(profile, spec.max_model_len))
+    except Exception as error:
+        error.add_note(f"{logs.where()}" + (f"\nIts error lines:\n{logs.error_lines()}" if logs.error_lines() else ""))
+        raise
+    in_process = os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING", "1") == "0"
+    llm._specdec_sampling = None if in_process else cpu_expand_fix.engine_sampling(
+        cpu_expand_fix.read_records(status_file), exclude_pid=os.getpid())
     _live[spec] = llm
     return llm
+
+
+def check_sampling(llm, temperature: float, what: str = "this engine") -> None:
+    """Refuse a sampled (T > 0) request on an engine that would verify with vLLM-CPU's defective expand kernel
+    (``helpers.cpu_expand_fix``); an in-process engine is judged by the kernel its process calls now."""
+    if temperature <= 0:
+        return
+    from helpers import cpu_expand_fix
+
+    sampling = getattr(llm, "_specdec_sampling", None) or cpu_expand_fix.engine_sampling(None)
+    sampling.check(temperature, what)
 
 
 def live_specs() -> list[EngineSpec]:

@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from helpers import hardware
-from helpers.engines import EngineSpec, get_engine, validate
+from helpers import hardware, logs
+from helpers.engines import EngineSpec, check_sampling, get_engine, validate
 from helpers.metrics import snapshot
 from helpers.theory import effective_cost_ratio
 
@@ -58,15 +58,17 @@ def run(spec: EngineSpec, prompts: Sequence[str], params, batch: bool = False, c
     Returns the outputs, the wall time and this run's own speculation counters.
     """
     llm = get_engine(spec)
+    check_sampling(llm, params.temperature, spec.label())
     groups = [list(prompts)] if batch else [[p] for p in prompts]
     before = snapshot(llm)
     start = time.perf_counter()
     outputs = []
-    for group in groups:
-        if chat:
-            outputs += llm.chat(as_messages(group), params, use_tqdm=False)
-        else:
-            outputs += llm.generate(group, params, use_tqdm=False)
+    with logs.native_to_log():
+        for group in groups:
+            if chat:
+                outputs += llm.chat(as_messages(group), params, use_tqdm=False)
+            else:
+                outputs += llm.generate(group, params, use_tqdm=False)
     wall = time.perf_counter() - start
     return {"outputs": outputs, "wall_s": wall, "counters": snapshot(llm) - before}
 
