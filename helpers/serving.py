@@ -130,7 +130,10 @@ def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The server's environment: this one, less the offline engines' in-process switch, with the kit importable."""
     env = dict(os.environ)
     env.pop("VLLM_ENABLE_V1_MULTIPROCESSING", None)
-    # The kit's vLLM plugin (helpers.cpu_expand_fix, an entry point) must import in the server, installed or not.
+    # The kit importable in the server (its logging configuration names helpers.logs). The kit's vLLM plugin
+    # (helpers.cpu_expand_fix) is an entry point: it runs in the server's processes only when the project is
+    # installed (`pip install -e .`, done by `make setup`) and no VLLM_PLUGINS allow-list leaves it out. Server
+    # checks that its EngineCore ran it and refuses sampled runs otherwise (Server.sampling).
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
     env.setdefault("PYTHONUNBUFFERED", "1")
     _no_proxy_for_local(env)
@@ -345,6 +348,7 @@ class Server:
         self.pgid: int | None = None
         self.startup_s: float | None = None
         self._finalizer: weakref.finalize | None = None
+        self.sampling = None  # set at start: whether its engine process verifies sampled requests correctly
 
     @classmethod
     def from_url(cls, base_url: str, model: str | None = None, timeout_s: float = 10.0) -> Server:
@@ -354,7 +358,7 @@ class Server:
         server.model, server.method, server.name = model, None, "external"
         server.owned = False
         server.process = server.pgid = server.startup_s = server._finalizer = None
-        server.log_path = None
+        server.log_path = server.sampling = None  # someone else's server: its sampling is theirs to know
         deadline = time.monotonic() + timeout_s
         while not is_healthy(server.base_url):
             if time.monotonic() > deadline:
@@ -387,11 +391,16 @@ class Server:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         argv = _with_parent_death(self.argv) if self.die_with_parent else self.argv
         started = time.monotonic()
-        with open(self.log_path, "wb") as log:
-            log.write(f"$ {' '.join(self.argv)}\n".encode())
-            log.flush()
+        from helpers import cpu_expand_fix, logs
+
+        status_file = self.log_path.with_suffix(".plugins.jsonl")
+        status_file.unlink(missing_ok=True)
+        # The server's vLLM records go to its own log (appended: its stdout writes there too).
+        env = {**self.env, logs.LOG_FILE_ENV: str(self.log_path), cpu_expand_fix.STATUS_FILE_ENV: str(status_file)}
+        self.log_path.write_bytes(f"$ {' '.join(self.argv)}\n".encode())
+        with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                            cwd=ROOT, env=self.env, start_new_session=True)
+                                            cwd=ROOT, env=env, start_new_session=True)
         self.pgid = self.process.pid  # start_new_session: the server leads its own session and process group
         self._finalizer = weakref.finalize(self, stop_group, self.process, self.pgid, EXIT_STOP_TIMEOUT_S)
         _running.add(self)
@@ -401,6 +410,10 @@ class Server:
             self.stop()
             raise
         self.startup_s = time.monotonic() - started
+        # Only a vLLM server has an engine process to ask (tests run stand-ins through argv).
+        if self.method is not None:
+            self.sampling = cpu_expand_fix.engine_sampling(cpu_expand_fix.read_records(status_file),
+                                                           exclude_pid=self.process.pid)
         return self
 
     def _wait_healthy(self, started: float) -> None:
@@ -622,6 +635,8 @@ def run_bench(base_url: str | Server, dataset_path: str | Path, model: str | Non
     its own client process, unless ``client`` (a :class:`BenchClient`) runs it.
     """
     if isinstance(base_url, Server):
+        if base_url.sampling is not None:
+            base_url.sampling.check(temperature, f"server {base_url.name!r}")
         model = model or base_url.model
         base_url = base_url.base_url
     dataset_path = Path(dataset_path)
@@ -656,7 +671,7 @@ def run_bench(base_url: str | Server, dataset_path: str | Path, model: str | Non
 
 
 def _run_once(argv: Sequence[str], log_path: Path, env: dict[str, str] | None, timeout_s: float | None) -> int:
-    run_env = server_env(env)  # the kit's logging configuration (helpers.KnownHarmless) must import there too
+    run_env = server_env(env)  # the kit's logging configuration (helpers.logs) must import there too
     with open(log_path, "wb") as log:
         process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                    cwd=ROOT, env=run_env, start_new_session=True)

