@@ -1,7 +1,8 @@
 """Write provenance.json beside freshly measured reference results (``make reference`` calls this last).
 
 Records the date, the kit's commit (and whether the tree had uncommitted changes), the vLLM version, the hardware,
-the mode, the hashes of the inputs the results depend on, and per CSV its rows and repetitions.
+the CPU features vLLM-CPU branches on, the mode, the hashes of the inputs the results depend on, and per CSV its rows
+and repetitions.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ def main() -> None:
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d"),
         "commit": args.commit or git("rev-parse", "--short", "HEAD") + (
             " (with uncommitted changes)" if git("status", "--porcelain", "helpers", "notebooks") else ""),
-        "vllm": vllm_version(), "hardware": hardware.describe(), "mode": fast.MODE, "inputs": input_hashes(),
+        "vllm": vllm_version(), "hardware": hardware.describe(),
+        "cpu_features": hardware.cpu_features(), "mode": fast.MODE, "inputs": input_hashes(),
         "files": {name: {"rows": len(frame := pd.read_csv(folder / name)),
                          "repetitions": sorted(int(r) for r in frame["repetitions"].dropna().unique())
                          if "repetitions" in frame else []} for name in files},

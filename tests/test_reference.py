@@ -33,6 +33,10 @@ def test_reference_carries_provenance_and_rows():
     if record is None:
         pytest.skip("no reference shipped: test_reference_is_not_stale fails for that")
     assert record["mode"] == "full" and record["vllm"].startswith("vllm") and record["hardware"]
+    from helpers.hardware import FEATURES
+
+    # every shipped number names its machine class
+    assert record["cpu_features"] and set(record["cpu_features"]) <= {name for name, _ in FEATURES}
     for name in ("04_structured_vs_creative", "05_long_context", "06_concurrency"):
         frame = results.load_reference(name)
         assert frame is not None and len(frame), name
