@@ -56,6 +56,18 @@ class Profile:
         return self.drafts[name]
 
 
+CPU_DTYPES = ("float32", "bfloat16")
+
+
+def _cpu_dtype() -> str:
+    """float32 unless ``SPECDEC_CPU_DTYPE`` says otherwise: greedy speculation is then token-for-token identical to
+    the baseline, which the notebooks assert (README, "CPU features", for what bfloat16 gives)."""
+    dtype = os.environ.get("SPECDEC_CPU_DTYPE", "float32")
+    if dtype not in CPU_DTYPES:
+        raise ValueError(f"SPECDEC_CPU_DTYPE must be one of {CPU_DTYPES}, got {dtype!r}")
+    return dtype
+
+
 def _cpu_profile() -> Profile:
     names = list(read_manifest()["drafts"]) or ["2l"]
     return Profile(
@@ -65,7 +77,7 @@ def _cpu_profile() -> Profile:
         drafts={name: str(draft_dir(name)) for name in names},
         default_draft="2l" if "2l" in names else names[0],
         k=4,
-        dtype="float32",
+        dtype=_cpu_dtype(),
         max_model_len=2048,
         device="cpu",
         engine_options={"enforce_eager": True},

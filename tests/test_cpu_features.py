@@ -48,9 +48,9 @@ BOTH_BRANCHES = textwrap.dedent("""
             with open(logs.log_file()) as handle:
                 handle.seek(start)
                 written = handle.read()
-            seen[str(value)] = {"text": text, "warned": %r in written, "described": described}
+            seen[str(value)] = {"text": text, "warned": WARNING in written, "described": described}
         print(json.dumps(seen))
-""" % BF16_WARNING)
+""").replace("WARNING in written", repr(BF16_WARNING) + " in written")
 
 
 def test_both_sides_of_vllms_avx512_bf16_branch_run_on_this_cpu(cpu_models, tmp_path):

@@ -72,3 +72,13 @@ def test_engines_stay_one_at_a_time_when_two_do_not_fit():
     assert max_live(replace(talk, engine_options={"gpu_memory_utilization": 0.72})) == 1
     assert max_live(replace(talk, engine_options={"gpu_memory_utilization": 0.36})) == min(MAX_LIVE, 2)
     assert max_live(get_profile("cpu")) == MAX_LIVE
+
+
+def test_the_cpu_profiles_dtype_is_float32_unless_asked(monkeypatch):
+    monkeypatch.delenv("SPECDEC_CPU_DTYPE", raising=False)
+    assert get_profile("cpu").dtype == "float32" and get_profile("cpu").exact_greedy
+    monkeypatch.setenv("SPECDEC_CPU_DTYPE", "bfloat16")
+    assert get_profile("cpu").dtype == "bfloat16" and not get_profile("cpu").exact_greedy
+    monkeypatch.setenv("SPECDEC_CPU_DTYPE", "float16")
+    with pytest.raises(ValueError, match="SPECDEC_CPU_DTYPE"):
+        get_profile("cpu")
