@@ -1,6 +1,6 @@
 # The two commands of the README: `make run` and `make test`. Both set up .venv first.
 PYTHON ?= python3
-VENV := .venv
+VENV ?= .venv
 BIN := $(VENV)/bin
 REQS ?= requirements/cpu.txt
 STAMP := $(VENV)/.installed
@@ -8,8 +8,8 @@ export PATH := $(abspath $(BIN)):$(PATH)
 
 .PHONY: setup install models run reference test lint lab clean
 
-$(STAMP): requirements/common.txt $(REQS) pyproject.toml scripts/install_requirements.py
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+$(STAMP): requirements/common.txt $(REQS) pyproject.toml scripts/install_requirements.py | reqs-match
+	test -x $(BIN)/python || { $(PYTHON) scripts/check_python.py && $(PYTHON) -m venv $(VENV); }
 	@# torch==2.13.0+cpu is not on PyPI: the script retries with PyTorch's CPU wheel index when pip cannot find it.
 	$(BIN)/python scripts/install_requirements.py $(REQS)
 ifeq ($(REQS),requirements/cpu.txt)
@@ -17,7 +17,17 @@ ifeq ($(REQS),requirements/cpu.txt)
 	$(BIN)/python -m pip uninstall -q -y torchvision torchaudio torchcodec
 endif
 	$(BIN)/python -m pip install -q --no-deps -e .
-	touch $@
+	echo $(REQS) > $@
+
+# A venv holds one build of vLLM: switching REQS (CPU <-> GPU) on an installed venv stops here instead of silently
+# keeping the other build. (A stamp from before this check is empty: it came from the CPU file.)
+.PHONY: reqs-match
+reqs-match:
+	@if [ -f $(STAMP) ]; then seen=$$(cat $(STAMP)); seen=$${seen:-requirements/cpu.txt}; \
+	if [ "$$seen" != "$(REQS)" ]; then \
+		echo "$(VENV) was installed from $$seen, not $(REQS): it holds the other build of vLLM. Remove it" \
+			"(rm -rf $(VENV)) or give this one a venv of its own: REQS=$(REQS) VENV=.venv-$$(basename $(REQS) .txt)" >&2; \
+		exit 2; fi; fi
 
 install: $(STAMP)
 

@@ -1,4 +1,5 @@
-"""Committed notebooks carry no outputs and follow the chapter shape of STYLE.md."""
+"""Committed notebooks carry no outputs and follow the kit's chapter shape: a title, an overview, prerequisites,
+a summary, and code cells of at most 20 lines."""
 
 from pathlib import Path
 
