@@ -91,8 +91,9 @@ def own_counters(llm) -> SpecCounters | None:
         if not prom.spec_decoding_enabled:
             return SpecCounters()
 
-        def total(children) -> int:
-            return sum(int(child._value.get()) for child in children)
+        def total(children) -> int:  # each child's "<name>_total" sample, through prometheus_client's collect()
+            return sum(int(sample.value) for child in children for family in child.collect()
+                       for sample in family.samples if sample.name.endswith("_total"))
 
         per_engine = list(prom.counter_spec_decode_num_accepted_tokens_per_pos.values())
         per_position = tuple(total(column) for column in zip(*per_engine)) if per_engine else ()

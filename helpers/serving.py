@@ -39,6 +39,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from helpers.engines import EngineSpec, engine_kwargs, speculative_config, validate
 from helpers.metrics import ACCEPTED, DRAFT_TOKENS, DRAFTS, PER_POSITION, SpecCounters
 from helpers.profiles import Profile, get_profile
@@ -191,36 +193,27 @@ def check_port_free(port: int, host: str = DEFAULT_HOST) -> None:
 
 
 def group_members(pgid: int) -> list[tuple[int, str]]:
-    """(pid, state) of every process in process group ``pgid``, from ``/proc`` (Linux); [] where there is none."""
+    """(pid, status) of every process in process group ``pgid`` (psutil's status names, e.g. 'running', 'zombie')."""
     members = []
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return members
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
+    for process in psutil.process_iter(["pid", "status"]):
         try:
-            stat = (entry / "stat").read_text()
-        except OSError:
+            if os.getpgid(process.info["pid"]) == pgid:
+                members.append((process.info["pid"], process.info["status"]))
+        except (ProcessLookupError, psutil.Error):
             continue
-        fields = stat[stat.rindex(")") + 2:].split()  # after "pid (comm) ": state ppid pgrp ...
-        if int(fields[2]) == pgid:
-            members.append((int(entry.name), fields[0]))
     return members
 
 
 def group_alive(pgid: int) -> bool:
-    """Whether process group ``pgid`` still has a running (not zombie) member."""
+    """Whether process group ``pgid`` still has a running member: a zombie whose parent died waits for PID 1 to
+    reap it (some container inits never do) and holds no memory, so it does not count."""
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    if Path("/proc").is_dir():
-        # A zombie whose parent died waits for PID 1 to reap it; some container inits never do. It holds no memory.
-        return any(state not in "ZX" for _, state in group_members(pgid))
-    return True
+    return any(status not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD) for _, status in group_members(pgid))
 
 
 def _signal_group(pgid: int, sig: int) -> None:
