@@ -6,7 +6,7 @@ REQS ?= requirements/cpu.txt
 STAMP := $(VENV)/.installed
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: setup install models run reference test lint lab clean
+.PHONY: setup install models run reference test lint lab clean check
 
 $(STAMP): requirements/common.txt $(REQS) pyproject.toml scripts/install_requirements.py | reqs-match
 	test -x $(BIN)/python || { $(PYTHON) scripts/check_python.py && $(PYTHON) -m venv $(VENV); }
@@ -35,6 +35,11 @@ models: $(STAMP)
 	$(BIN)/python -m helpers.models
 
 setup: install models
+
+# Pre-flight for a workshop machine: Python, CPU features, RAM, disk, ports for 07, models, one tiny engine run.
+# Prints what to fix and exits non-zero when something is missing (CHECK="--no-engine" skips the engine run).
+check: install
+	$(BIN)/python scripts/check_machine.py $(CHECK)
 
 # Workshop mode (the default): each notebook sized for a workshop slot; the widgets also show the reference.
 run: setup
