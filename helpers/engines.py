@@ -2,7 +2,7 @@
 
 Everything is checked before an engine starts, so a wrong argument costs no start-up time.
 On the CPU the engine runs in-process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``): ~10 s to start
-instead of ~60 s, one process instead of four, similar throughput (see README).
+instead of ~60 s, one process instead of four, similar throughput (docs/measurements.md).
 """
 
 from __future__ import annotations

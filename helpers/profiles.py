@@ -61,7 +61,7 @@ CPU_DTYPES = ("float32", "bfloat16")
 
 def _cpu_dtype() -> str:
     """float32 unless ``SPECDEC_CPU_DTYPE`` says otherwise: greedy speculation is then token-for-token identical to
-    the baseline, which the notebooks assert (README, "CPU features", for what bfloat16 gives)."""
+    the baseline, which the notebooks assert (docs/measurements.md, "float32 against bfloat16", for what bfloat16 gives)."""
     dtype = os.environ.get("SPECDEC_CPU_DTYPE", "float32")
     if dtype not in CPU_DTYPES:
         raise ValueError(f"SPECDEC_CPU_DTYPE must be one of {CPU_DTYPES}, got {dtype!r}")

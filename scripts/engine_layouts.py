@@ -12,7 +12,7 @@ layouts, each in its own process, written to ``data/reference/engine_layouts-<pr
 
 Same prompts, same tokens, same acceptance in each layout; what can differ is what a verify step costs (``c_eff``).
 On the reference machine two rounds (2026-12-03) moved c_eff and the speedup within the spread between runs, in no
-consistent direction by layout (README, notebook 07). Run: ``.venv/bin/python scripts/engine_layouts.py`` (about
+consistent direction by layout (docs/measurements.md, notebook 07). Run: ``.venv/bin/python scripts/engine_layouts.py`` (about
 16 minutes on 2 cores).
 """
 

@@ -50,7 +50,7 @@ def main(argv: list[str]) -> int:
         sys.stderr.write(
             f"\nThe CPU build of torch that {requirements} pins was found neither on your configured indexes nor on "
             f"{TORCH_CPU_INDEX}.\nvllm-cpu publishes wheels for Linux x86_64 and aarch64 only (no macOS wheel): on "
-            "another platform use a Linux machine or container, or a GPU profile (README, \"On a GPU\").\n"
+            "another platform use a Linux machine or container, or a GPU profile (README, \"Attendee with an NVIDIA GPU\").\n"
             "Behind a proxy or mirror, point TORCH_CPU_INDEX at a mirror of PyTorch's CPU wheel index and rerun make.\n")
     return second.returncode
 
