@@ -1,7 +1,8 @@
 """Named model profiles: which target, which drafts, which engine settings.
 
-``SPECDEC_PROFILE`` picks one by name; without it, a machine with CUDA gets ``gpu-talk`` and
-any other machine ``cpu``. :func:`active_profile` says which and why.
+``SPECDEC_PROFILE`` picks one by name; without it, a machine with CUDA gets ``gpu-qwen3`` (its models need no
+licence) and any other machine ``cpu``. :func:`active_profile` says which and why, and stops on a profile whose
+models are gated (``gpu-talk``: Meta's Llama licence) when no Hugging Face token is set, with what to do.
 
 A GPU profile's ``gpu_memory_utilization`` is not fixed: :func:`get_profile` derives it from the card's
 memory and the models' budget (:func:`memory_fraction`), and refuses a card the pair cannot fit.
@@ -32,6 +33,7 @@ class Profile:
     max_model_len: int
     device: str  # "cpu" or "cuda"
     engine_options: dict = field(default_factory=dict)
+    gated: bool = False  # the models need an accepted licence and a Hugging Face token to download
 
     @property
     def is_local(self) -> bool:
@@ -95,6 +97,7 @@ PROFILES = {
         dtype="bfloat16",
         max_model_len=8192,
         device="cuda",
+        gated=True,
     ),
     "gpu-qwen3": Profile(
         name="gpu-qwen3",
@@ -191,13 +194,33 @@ def choose_profile_name() -> tuple[str, str]:
     if requested:
         return requested, f"SPECDEC_PROFILE={requested}"
     if cuda_available():
-        return "gpu-talk", "CUDA is available and SPECDEC_PROFILE is not set"
+        return "gpu-qwen3", ("CUDA is available and SPECDEC_PROFILE is not set; the talk's Llama pair is "
+                             "SPECDEC_PROFILE=gpu-talk")
     return "cpu", "no CUDA device and SPECDEC_PROFILE is not set"
+
+
+class LicenceNeeded(RuntimeError):
+    pass
+
+
+def check_access(profile: Profile) -> None:
+    """Stop on a gated profile when this machine has no Hugging Face token, saying what to do."""
+    if not profile.gated:
+        return
+    from huggingface_hub import get_token
+
+    if get_token() is None:
+        raise LicenceNeeded(
+            f"profile {profile.name!r} downloads {profile.target} and its drafts, which need Meta's licence accepted "
+            "on huggingface.co and a token on this machine: accept it on the model pages, then `export "
+            "HF_TOKEN=...` (or `huggingface-cli login`) before starting Jupyter or make. Or use the ungated Qwen3 "
+            "pair: SPECDEC_PROFILE=gpu-qwen3.")
 
 
 def active_profile(verbose: bool = True) -> Profile:
     name, why = choose_profile_name()
     profile = get_profile(name)
+    check_access(profile)
     if verbose:
         print(f"profile {profile.name!r} ({why}): {profile.description}")
         fraction = profile.engine_options.get("gpu_memory_utilization")

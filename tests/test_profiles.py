@@ -82,3 +82,25 @@ def test_the_cpu_profiles_dtype_is_float32_unless_asked(monkeypatch):
     monkeypatch.setenv("SPECDEC_CPU_DTYPE", "float16")
     with pytest.raises(ValueError, match="SPECDEC_CPU_DTYPE"):
         get_profile("cpu")
+
+
+def test_a_gated_profile_without_a_token_stops_with_what_to_do(monkeypatch, tmp_path):
+    from helpers.profiles import LicenceNeeded, active_profile, check_access
+
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path))  # no stored token either
+    monkeypatch.setenv("SPECDEC_PROFILE", "gpu-talk")
+    with pytest.raises(LicenceNeeded, match="HF_TOKEN=.*SPECDEC_PROFILE=gpu-qwen3"):
+        active_profile(verbose=False)
+    check_access(PROFILES["gpu-qwen3"])  # ungated: nothing to check
+    monkeypatch.setenv("HF_TOKEN", "hf_test")
+    assert active_profile(verbose=False).name == "gpu-talk"
+
+
+def test_cuda_without_a_choice_gets_the_ungated_pair(monkeypatch):
+    from helpers import profiles
+
+    monkeypatch.delenv("SPECDEC_PROFILE", raising=False)
+    monkeypatch.setattr(profiles, "cuda_available", lambda: True)
+    name, why = profiles.choose_profile_name()
+    assert name == "gpu-qwen3" and not PROFILES[name].gated and "gpu-talk" in why
