@@ -223,7 +223,7 @@ def get_engine(spec: EngineSpec):
             llm = LLM(model=model, speculative_config=speculative_config(profile, spec),
                       **engine_kwargs(profile, spec.max_model_len))
     except Exception as error:
-        error.add_note(f"{logs.where()}" + (f"\nIts error lines:\n{logs.error_lines()}" if logs.error_lines() else ""))
+        logs.add_log_note(error)
         raise
     in_process = os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING", "1") == "0"
     llm._specdec_sampling = None if in_process else cpu_expand_fix.engine_sampling(

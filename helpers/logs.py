@@ -115,3 +115,9 @@ def error_lines(limit: int = 20) -> str:
         return ""
     first = next((i for i, line in enumerate(lines) if " ERROR " in line or line.startswith("Traceback")), None)
     return "\n".join(lines[first:][-limit:]) if first is not None else ""
+
+
+def add_log_note(error: BaseException) -> None:
+    """Attach the log's path, and its error lines, to an exception raised by vLLM (shown under its traceback)."""
+    errors = error_lines()
+    error.add_note(where() + (f"\nIts error lines:\n{errors}" if errors else ""))

@@ -124,7 +124,14 @@ MULTIPROCESS = EMIT + textwrap.dedent("""
             run(spec, ["Say hi."], sampling_params(1.0, 4))
         except DefectiveSampling as error:
             print("REFUSED:", error)
-        shutdown_engine()
+        try:  # the engine's process dies: the user sees the error and where the log is
+            llm.collective_rpc(lambda worker: os._exit(3), timeout=30)
+        except Exception:
+            pass
+        try:
+            run(spec, ["Say hi."], sampling_params(0.0, 4))
+        except Exception as error:
+            print("CRASHED:", type(error).__name__, *getattr(error, "__notes__", []))
 """)
 
 
@@ -148,6 +155,8 @@ def test_a_multiprocess_engine_logs_to_the_file_and_refuses_sampling_without_the
     assert "NEVER-SEEN" not in printed and "native line" not in printed and "a print()" not in printed, printed[-3000:]
     assert helpers.vllm_log_lines(printed) == {"INFO": 0, "WARNING": 0, "DEBUG": 0, "NATIVE": 0}, printed[-3000:]
     assert "GREEDY:" in printed and "REFUSED:" in printed and "left no record of the kit's plugin" in printed
+    crashed = printed[printed.index("CRASHED:"):]
+    assert f"vLLM's log (every level, and native warnings from its C++ code): {tmp_path / 'vllm.log'}" in crashed
 
 
 def test_a_failed_engine_build_names_the_log(cpu_models):
