@@ -36,8 +36,11 @@ def execute(path: Path) -> tuple[nbformat.NotebookNode, str | None]:
         done = code_cells.index(cell_index) + 1
         print(f"  {path.name}: cell {done}/{len(code_cells)} done, {time.perf_counter() - start:.0f} s", flush=True)
 
+    # The kernel's own start-up notice ("Kernel is running over TCP without encryption": a kernel on 127.0.0.1 that
+    # this script started and talks to) would be the only other line in the terminal.
     client = NotebookClient(nb, timeout=3600, kernel_name="python3", on_cell_executed=progress,
-                            resources={"metadata": {"path": str(path.parent)}})
+                            resources={"metadata": {"path": str(path.parent)}},
+                            extra_arguments=["--IPKernelApp.log_level=ERROR"])
     try:
         client.execute()
     except CellExecutionError as error:
