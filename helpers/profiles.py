@@ -70,6 +70,24 @@ def _cpu_dtype() -> str:
     return dtype
 
 
+def dtype_note(profile: Profile) -> str:
+    """What the cpu profile's dtype means on this CPU: why float32, and what bfloat16 gave where it was measured."""
+    if profile.name != "cpu":
+        return f"dtype {profile.dtype}"
+    from helpers import hardware
+
+    has_bf16 = "AVX512-BF16" in hardware.cpu_features()
+    if profile.dtype == "float32":
+        return ("dtype float32: greedy speculation is token-for-token the baseline's, which the notebooks assert. "
+                + ("This CPU has AVX512-BF16: on such a machine (2-core AMD EPYC, 2026-12-04) bfloat16 decoded "
+                   "about 1.3 times as fast, speculation gaining about as much on one JSON prompt; SPECDEC_CPU_DTYPE=bfloat16 "
+                   "trades the exact check for it (docs/measurements.md, float32 against bfloat16)."
+                   if has_bf16 else "Without AVX512-BF16 bfloat16 was slower than float32 where it was measured."))
+    return ("dtype bfloat16 (SPECDEC_CPU_DTYPE): greedy speculation is compared with the baseline up to its first "
+            "divergence instead of asserted identical" + ("" if has_bf16 else
+                                                          "; this CPU has no AVX512-BF16, where bfloat16 was slower"))
+
+
 def _cpu_profile() -> Profile:
     names = list(read_manifest()["drafts"]) or ["2l"]
     return Profile(

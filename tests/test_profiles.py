@@ -104,3 +104,16 @@ def test_cuda_without_a_choice_gets_the_ungated_pair(monkeypatch):
     monkeypatch.setattr(profiles, "cuda_available", lambda: True)
     name, why = profiles.choose_profile_name()
     assert name == "gpu-qwen3" and not PROFILES[name].gated and "gpu-talk" in why
+
+
+def test_the_dtype_note_follows_the_cpu_and_the_dtype(monkeypatch):
+    from helpers import hardware
+    from helpers.profiles import dtype_note
+
+    for features, expected in ((["AVX2", "AVX-512", "AVX512-BF16"], "SPECDEC_CPU_DTYPE=bfloat16"),
+                               (["AVX2"], "bfloat16 was slower")):
+        monkeypatch.setattr(hardware, "cpu_features", lambda f=features: f)
+        monkeypatch.delenv("SPECDEC_CPU_DTYPE", raising=False)
+        assert expected in dtype_note(get_profile("cpu"))
+    monkeypatch.setenv("SPECDEC_CPU_DTYPE", "bfloat16")
+    assert "first divergence" in dtype_note(get_profile("cpu"))
