@@ -20,7 +20,7 @@ the server counts them (the chat template applied to one user message, as ``/v1/
 The file written for vLLM (:func:`write_custom_dataset`) has one ``{"prompt": ...}`` per line: the field that
 ``vllm.benchmarks.datasets.datasets.CustomDataset.load_data`` requires (it reads the JSONL with pandas and
 raises unless there is a ``prompt`` column; the file name must end in ``.jsonl``, anything else raises
-``NotImplementedError``). The output length comes from ``--custom-output-len`` (``helpers.serving.run_bench``
+``NotImplementedError``). The output length comes from ``--custom-output-len`` (``helpers.bench.run_bench``
 passes ``max_tokens``), so no ``output_tokens`` field is written.
 """
 
@@ -48,7 +48,7 @@ class Prompt:
 
 @dataclass(frozen=True)
 class Workload:
-    """Checked prompts and run settings, ready for :func:`write_custom_dataset` and ``serving.run_bench``."""
+    """Checked prompts and run settings, ready for :func:`write_custom_dataset` and ``bench.run_bench``."""
 
     prompts: tuple[str, ...]
     source: str

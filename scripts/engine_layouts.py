@@ -28,7 +28,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from helpers.served import LAYOUTS  # noqa: E402  (notebook 07 reads the CSV by these names)
+from helpers.served_findings import LAYOUTS  # noqa: E402  (notebook 07 reads the CSV by these names)
 
 COLUMNS = ("speedup", "speedup_ci_low", "speedup_ci_high", "decode_speedup", "tpot_ms", "acceptance_rate",
            "tokens_per_verify_step", "c_eff", "pairs")

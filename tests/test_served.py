@@ -8,7 +8,7 @@ import math
 import pandas as pd
 import pytest
 
-from helpers import checklist, served, serving
+from helpers import bench, checklist, served, served_findings, serving
 from helpers.metrics import SpecCounters
 from helpers.profiles import Profile
 
@@ -144,7 +144,7 @@ def test_predictions_name_the_checklists_quantity_per_concurrency():
 
 def test_agreement_says_same_direction_or_what_differs():
     gains, table = measured_gains()  # paid at 1 (1.4-1.6), lost at 8 (0.75-0.85)
-    lines = served.agreement(gains, measurements(), "structured", 0.0, table)
+    lines = served_findings.agreement(gains, measurements(), "structured", 0.0, table)
     assert lines[0].startswith("draft_model at 1 request: served 1.50x [1.40, 1.60], it paid")
     assert "notebook 04 (structured, T=0, offline engine): 1.30x [1.20, 1.40], it paid" in lines[0]
     assert lines[0].endswith("Same direction.")
@@ -152,7 +152,7 @@ def test_agreement_says_same_direction_or_what_differs():
     assert "notebook 06 at 16 (the measured concurrency nearest 8; structured, T=0)" in high
     assert high.endswith("Same direction.")
 
-    paid_in_06 = served.agreement(gains, measurements(speedup_06=(1.2, 1.1, 1.3)), "structured", 0.0, table)
+    paid_in_06 = served_findings.agreement(gains, measurements(speedup_06=(1.2, 1.1, 1.3)), "structured", 0.0, table)
     differs = next(i for i, line in enumerate(paid_in_06) if line.startswith("draft_model at 8 requests"))
     assert paid_in_06[differs].endswith("The direction differs:")
     reasons = " ".join(paid_in_06[differs + 1:])
@@ -162,7 +162,7 @@ def test_agreement_says_same_direction_or_what_differs():
 
 def test_agreement_at_concurrency_one_lists_the_differences():
     gains, table = measured_gains()
-    lines = served.agreement(gains, measurements(speedup_04=(0.9, 0.8, 0.95)), "structured", 0.0, table)
+    lines = served_findings.agreement(gains, measurements(speedup_04=(0.9, 0.8, 0.95)), "structured", 0.0, table)
     assert lines[0].endswith("The direction differs:")
     assert any("end-to-end latency ratio here" in line for line in lines[1:4])
     assert any("requests wrote 48 tokens on average (max_tokens 48)" in line for line in lines)
@@ -171,14 +171,14 @@ def test_agreement_at_concurrency_one_lists_the_differences():
 def test_agreement_without_concurrency_one_or_data():
     rows = [run("baseline", 4, 0, 10.0), run("draft_model", 4, 0, 12.0)]
     gains = served.speedups(pd.DataFrame(rows))
-    assert "not 1: no comparison with notebook 04" in served.agreement(gains, measurements(), "structured", 0.0)[0]
-    assert served.agreement(gains, None, "structured", 0.0) == ["No results of notebooks 04 and 06 to compare the "
+    assert "not 1: no comparison with notebook 04" in served_findings.agreement(gains, measurements(), "structured", 0.0)[0]
+    assert served_findings.agreement(gains, None, "structured", 0.0) == ["No results of notebooks 04 and 06 to compare the "
                                                                "direction with."]
 
 
 def test_06_is_read_at_the_nearest_concurrency_and_the_larger_of_two():
     rows = [run("baseline", c, 0, 10.0 * c) for c in (1, 4)] + [run("draft_model", c, 0, 12.0 * c) for c in (1, 4)]
-    lines = served.agreement(served.speedups(pd.DataFrame(rows)), measurements(), "structured", 0.0)
+    lines = served_findings.agreement(served.speedups(pd.DataFrame(rows)), measurements(), "structured", 0.0)
     assert any("notebook 06 at 16 (the measured concurrency nearest 4" in line for line in lines)  # 4: as near 1 as 16
 
 
@@ -314,12 +314,12 @@ class FakeServer:
 def fake_bench(fail_on=None):
     calls = {"n": 0}
 
-    def bench(server, workload, dataset_path=None, result_dir=None, label="", **options):
+    def run(server, workload, dataset_path=None, result_dir=None, label="", **options):
         calls["n"] += 1
-        bench.warmups.append(options["num_warmups"])
-        assert isinstance(options["client"], serving.BenchClient)
+        run.warmups.append(options["num_warmups"])
+        assert isinstance(options["client"], bench.BenchClient)
         if fail_on and label.startswith(fail_on):
-            raise serving.BenchError("client failed")
+            raise bench.BenchError("client failed")
         path = result_dir / f"{label}-c{workload.concurrency}-{calls['n']}.json"
         path.write_text(json.dumps({
             "completed": workload.num_prompts, "duration": 2.0, "max_concurrency": workload.concurrency,
@@ -328,8 +328,8 @@ def fake_bench(fail_on=None):
             "median_tpot_ms": 20.0, "median_itl_ms": 20.0, "median_e2el_ms": 200.0, "median_ttft_ms": 30.0}))
         return path
 
-    bench.warmups = []
-    return bench
+    run.warmups = []
+    return run
 
 
 def fake_counters():
@@ -357,10 +357,10 @@ def stand_ins(monkeypatch):
 
 
 def test_measure_interleaves_the_servers_runs_and_writes_tidy_rows(stand_ins, tmp_path):
-    stand_ins.setattr(serving, "bench_workload", bench := fake_bench())
+    stand_ins.setattr(bench, "bench_workload", runs := fake_bench())
     workload = served.prepare(pasted="a b\nc d", **PLAN)
     table = served.measure(PROFILE, workload, ("baseline", "ngram"), [1, 4], 2, result_dir=tmp_path, progress=False)
-    assert bench.warmups == [1, 1] + [0] * 6  # warm-up requests in each server's first run only
+    assert runs.warmups == [1, 1] + [0] * 6  # warm-up requests in each server's first run only
     assert FakeServer.events == [("start", "baseline"), ("start", "ngram"), ("stop", "ngram"), ("stop", "baseline")]
     assert len(table) == 2 * 2 * 2
     assert list(table[["method", "repetition", "concurrency"]].itertuples(index=False, name=None)) == [
@@ -378,7 +378,7 @@ def test_measure_interleaves_the_servers_runs_and_writes_tidy_rows(stand_ins, tm
 
 
 def test_measure_with_deployment_urls_starts_nothing(stand_ins, tmp_path):
-    stand_ins.setattr(serving, "bench_workload", fake_bench())
+    stand_ins.setattr(bench, "bench_workload", fake_bench())
     urls = {"baseline": "http://gpu:8000/baseline", "draft_model": "http://gpu:8001/draft_model"}
     workload = served.prepare(pasted="a b", **PLAN)
     table = served.measure(PROFILE, workload, None, [1], 1, base_urls=urls, result_dir=tmp_path, progress=False)
@@ -387,9 +387,9 @@ def test_measure_with_deployment_urls_starts_nothing(stand_ins, tmp_path):
 
 
 def test_a_failed_run_stops_the_servers_and_keeps_what_was_measured(stand_ins, tmp_path):
-    stand_ins.setattr(serving, "bench_workload", fake_bench(fail_on="ngram"))
+    stand_ins.setattr(bench, "bench_workload", fake_bench(fail_on="ngram"))
     workload = served.prepare(pasted="a b", **PLAN)
-    with pytest.raises(serving.BenchError):
+    with pytest.raises(bench.BenchError):
         served.measure(PROFILE, workload, ("baseline", "ngram"), [1], 1, result_dir=tmp_path, progress=False)
     assert FakeServer.events[-2:] == [("stop", "ngram"), ("stop", "baseline")]  # both, after the error
     assert list(served.measure.partial["method"]) == ["baseline"]
@@ -402,10 +402,10 @@ def test_itl_pitfall_sentences():
     rows = [run("baseline", 1, r, 10.0, tpot=50.0, itl=50.0) for r in range(2)]
     rows += [run("draft_model", 1, r, 14.0, tpot=36.0, itl=90.0, drafts=10, draft_tokens=40, accepted=15)
              for r in range(2)]
-    itl = served.itl_table(pd.DataFrame(rows)).set_index("method")
+    itl = served_findings.itl_table(pd.DataFrame(rows)).set_index("method")
     assert itl.loc["draft_model", "itl_over_tpot"] == pytest.approx(2.5)
     assert itl.loc["draft_model", "mean_acceptance_length"] == pytest.approx(2.5)
-    lines = served.itl_sentences(itl.reset_index())
+    lines = served_findings.itl_sentences(itl.reset_index())
     assert lines[0].startswith("baseline at concurrency 1: median ITL 50.0 ms, TPOT 50.0 ms (ratio 1.00")
     assert "Judged by ITL, 1.80x the baseline's gap: it looks slower" in lines[1]
     assert "per token (TPOT) it is 1.39x faster than the baseline" in lines[1]
@@ -415,7 +415,7 @@ def test_counter_check_compares_with_the_clients_own_counts():
     table = pd.DataFrame([{"method": "ngram", "drafts": 12, "bench_drafts": 10},
                           {"method": "ngram", "drafts": 15, "bench_drafts": 12},
                           {"method": "baseline", "drafts": float("nan"), "bench_drafts": float("nan")}])
-    assert "2 to 3 per run over 2 runs" in served.counter_check(table)[0]
+    assert "2 to 3 per run over 2 runs" in served_findings.counter_check(table)[0]
 
 
 def test_the_engine_layout_lines_come_from_the_layout_measurement():
@@ -428,7 +428,7 @@ def test_the_engine_layout_lines_come_from_the_layout_measurement():
          "baseline_tpot_ms": 93, **common},
         {"layout": "one-core", "speedup": 1.05, "speedup_ci_low": 0.78, "speedup_ci_high": 1.41, "c_eff": 0.32,
          "baseline_tpot_ms": 116, **common}]).set_index("layout")
-    binding, measured, even = served.layout_lines(layouts)
+    binding, measured, even = served_findings.layout_lines(layouts)
     assert "ompmultiprocessing.py" in binding
     assert "in-process 1.19x [0.91, 1.55], one-core 1.05x [0.78, 1.41], multiprocess 0.93x [0.71, 1.21]" in measured
     assert "per draft token) 0.24 -> 0.32 -> 0.40" in measured and "93 -> 116 -> 108 ms: the intervals overlap" in measured

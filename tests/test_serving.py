@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import serving
+from helpers import bench, serving
 from helpers.metrics import SpecCounters
 from helpers.profiles import get_profile
 from helpers.serving import PortInUseError, Server, ServerError
@@ -121,7 +121,7 @@ def bench_argv(tmp_path, **overrides):
     options = dict(concurrency=2, max_tokens=64, temperature=0.7, num_prompts=9, result_dir=tmp_path,
                    result_filename="r.json")
     options.update(overrides)
-    return serving.bench_command("http://127.0.0.1:8765", tmp_path / "d.jsonl", "some/model", **options)
+    return bench.bench_command("http://127.0.0.1:8765", tmp_path / "d.jsonl", "some/model", **options)
 
 
 def test_bench_flags_exist_in_vllms_source(tmp_path):
@@ -232,13 +232,13 @@ def serve_py_keys():
 
 def test_every_key_parse_bench_reads_is_in_vllms_serve_py():
     literals, templates, metrics = serve_py_keys()
-    for key in [*serving.BENCH_FIELDS, *serving.REQUIRED_FIELDS, *serving.SPEC_FIELDS, "inf"]:
+    for key in [*bench.BENCH_FIELDS, *bench.REQUIRED_FIELDS, *bench.SPEC_FIELDS, "inf"]:
         assert key in literals, f"{key!r} is no longer a string literal in {SERVE_PY}"
-    assert set(serving.LATENCY_METRICS) <= metrics
+    assert set(bench.LATENCY_METRICS) <= metrics
     assert {"mean_{metric_attribute_name}_ms", "median_{metric_attribute_name}_ms",
             "p{p_word}_{metric_attribute_name}_ms"} <= templates
     assert 'str(int(p)) if int(p) == p else str(p)' in SERVE_PY.read_text()  # p_word: 99.0 -> "99"
-    assert all(s in ("mean", "median") or re.fullmatch(r"p\d+", s) for s in serving.LATENCY_STATS)
+    assert all(s in ("mean", "median") or re.fullmatch(r"p\d+", s) for s in bench.LATENCY_STATS)
 
 
 @pytest.mark.parametrize("fixture", ["bench_draft_model.json", "bench_baseline.json"])
@@ -250,7 +250,7 @@ def test_fixture_keys_are_keys_serve_py_writes(fixture):
 
 
 def test_parse_bench_speculative_run():
-    row = serving.parse_bench(FIXTURES / "bench_draft_model.json")
+    row = bench.parse_bench(FIXTURES / "bench_draft_model.json")
     assert row["label"] == "draft_model-k4" and row["concurrency"] == 2 and row["completed"] == 9
     assert row["failed"] == 0 and row["duration_s"] == 21.7 and math.isinf(row["request_rate"])
     assert row["output_throughput"] == pytest.approx(1010 / 21.7)
@@ -268,18 +268,18 @@ def test_parse_bench_speculative_run():
 
 
 def test_parse_bench_baseline_and_table(tmp_path):
-    row = serving.parse_bench(FIXTURES / "bench_baseline.json")
+    row = bench.parse_bench(FIXTURES / "bench_baseline.json")
     assert row["label"] == "baseline" and math.isnan(row["acceptance_rate"]) and math.isnan(row["drafts"])
-    table = serving.bench_table([FIXTURES / "bench_baseline.json", FIXTURES / "bench_draft_model.json"])
+    table = bench.bench_table([FIXTURES / "bench_baseline.json", FIXTURES / "bench_draft_model.json"])
     assert list(table["label"]) == ["baseline", "draft_model-k4"]
     assert {f"{s}_{m}_ms" for s in ("mean", "median", "p99") for m in ("ttft", "tpot", "itl", "e2el")} <= set(table)
     partial = json.loads((FIXTURES / "bench_baseline.json").read_text())
     del partial["p99_e2el_ms"]
     (tmp_path / "partial.json").write_text(json.dumps(partial))
-    assert math.isnan(serving.parse_bench(tmp_path / "partial.json")["p99_e2el_ms"])
+    assert math.isnan(bench.parse_bench(tmp_path / "partial.json")["p99_e2el_ms"])
     (tmp_path / "other.json").write_text('{"hello": 1}')
     with pytest.raises(ValueError, match="not a `vllm bench serve` result"):
-        serving.parse_bench(tmp_path / "other.json")
+        bench.parse_bench(tmp_path / "other.json")
 
 
 def fake_bench(script):
@@ -291,14 +291,14 @@ def fake_bench(script):
 def test_run_bench_runs_the_client_and_returns_its_json(tmp_path, monkeypatch):
     dataset = tmp_path / "d.jsonl"
     dataset.write_text('{"prompt": "a"}\n{"prompt": "b"}\n')
-    monkeypatch.setattr(serving, "bench_command", fake_bench(f"""
+    monkeypatch.setattr(bench, "bench_command", fake_bench(f"""
         import shutil, sys
         print("client output for", sys.argv[2])
         shutil.copy({str(FIXTURES / "bench_draft_model.json")!r}, sys.argv[1])
     """))
-    path = serving.run_bench("http://127.0.0.1:1", dataset, "m", concurrency=2, result_dir=tmp_path, label="x")
+    path = bench.run_bench("http://127.0.0.1:1", dataset, "m", concurrency=2, result_dir=tmp_path, label="x")
     assert path.parent == tmp_path and path.name.startswith("x-c2-")
-    assert serving.parse_bench(path)["completed"] == 9
+    assert bench.parse_bench(path)["completed"] == 9
     assert "client output for m" in path.with_suffix(".log").read_text()
 
 
@@ -312,11 +312,11 @@ def test_bench_workload_writes_the_dataset_and_passes_the_settings(tmp_path, mon
         return [sys.executable, "-c", "import shutil, sys; shutil.copy(sys.argv[1], sys.argv[2])",
                 str(FIXTURES / "bench_baseline.json"), str(Path(result_dir) / result_filename)]
 
-    monkeypatch.setattr(serving, "bench_command", command)
+    monkeypatch.setattr(bench, "bench_command", command)
     workload = prepare_workload("Write a haiku.\nName three rivers.", max_model_len=2048, max_tokens=32,
                                 concurrency=2, temperature=0.5, num_prompts=4)
-    path = serving.bench_workload("http://127.0.0.1:1", workload, tmp_path / "w.jsonl", result_dir=tmp_path)
-    assert serving.parse_bench(path)["label"] == "baseline"
+    path = bench.bench_workload("http://127.0.0.1:1", workload, tmp_path / "w.jsonl", result_dir=tmp_path)
+    assert bench.parse_bench(path)["label"] == "baseline"
     assert seen["dataset"] == '{"prompt": "Write a haiku."}\n{"prompt": "Name three rivers."}\n'
     assert (seen["concurrency"], seen["max_tokens"], seen["temperature"], seen["num_prompts"]) == (2, 32, 0.5, 4)
 
@@ -324,20 +324,20 @@ def test_bench_workload_writes_the_dataset_and_passes_the_settings(tmp_path, mon
 def test_run_bench_failures(tmp_path, monkeypatch):
     dataset = tmp_path / "d.jsonl"
     with pytest.raises(FileNotFoundError, match="write_custom_dataset"):
-        serving.run_bench("http://127.0.0.1:1", dataset, result_dir=tmp_path)
+        bench.run_bench("http://127.0.0.1:1", dataset, result_dir=tmp_path)
     dataset.write_text('{"prompt": "a"}\n')
     with pytest.raises(ValueError, match="concurrency"):
-        serving.run_bench("http://127.0.0.1:1", dataset, concurrency=0, result_dir=tmp_path)
-    monkeypatch.setattr(serving, "bench_command", fake_bench("import sys; print('Traceback: boom'); sys.exit(2)"))
-    with pytest.raises(serving.BenchError, match=r"(?s)exit code 2.*Traceback: boom"):
-        serving.run_bench("http://127.0.0.1:1", dataset, result_dir=tmp_path)
-    monkeypatch.setattr(serving, "bench_command", fake_bench("print('fine')"))
-    with pytest.raises(serving.BenchError, match="wrote no"):
-        serving.run_bench("http://127.0.0.1:1", dataset, result_dir=tmp_path)
-    monkeypatch.setattr(serving, "bench_command", fake_bench("import time; time.sleep(60)"))
+        bench.run_bench("http://127.0.0.1:1", dataset, concurrency=0, result_dir=tmp_path)
+    monkeypatch.setattr(bench, "bench_command", fake_bench("import sys; print('Traceback: boom'); sys.exit(2)"))
+    with pytest.raises(bench.BenchError, match=r"(?s)exit code 2.*Traceback: boom"):
+        bench.run_bench("http://127.0.0.1:1", dataset, result_dir=tmp_path)
+    monkeypatch.setattr(bench, "bench_command", fake_bench("print('fine')"))
+    with pytest.raises(bench.BenchError, match="wrote no"):
+        bench.run_bench("http://127.0.0.1:1", dataset, result_dir=tmp_path)
+    monkeypatch.setattr(bench, "bench_command", fake_bench("import time; time.sleep(60)"))
     started = time.monotonic()
-    with pytest.raises(serving.BenchError, match="longer than 1 s"):
-        serving.run_bench("http://127.0.0.1:1", dataset, result_dir=tmp_path, timeout_s=1)
+    with pytest.raises(bench.BenchError, match="longer than 1 s"):
+        bench.run_bench("http://127.0.0.1:1", dataset, result_dir=tmp_path, timeout_s=1)
     assert time.monotonic() - started < 15
 
 
@@ -497,7 +497,7 @@ def test_without_parent_death_signal_a_killed_parent_leaves_the_server(tmp_path)
         os.killpg(pgid, signal.SIGKILL)
 
 
-# A stand-in for the client loop: the same request/reply protocol as serving._BENCH_LOOP, without vLLM. It copies
+# A stand-in for the client loop: the same request/reply protocol as bench._BENCH_LOOP, without vLLM. It copies
 # the fixture to the result path (the --result-dir/--result-filename options), or exits when told to "die".
 FAKE_LOOP = f"""
 import json, os, shutil, sys
@@ -520,23 +520,23 @@ for line in sys.stdin:
 def test_one_client_process_runs_many_runs_and_a_failed_run_stops_it(tmp_path):
     dataset = tmp_path / "d.jsonl"
     dataset.write_text('{"prompt": "a"}\n')
-    with serving.BenchClient(program=FAKE_LOOP, log_path=tmp_path / "client.log") as client:
-        paths = [serving.run_bench("http://127.0.0.1:1", dataset, "m", concurrency=c, result_dir=tmp_path,
+    with bench.BenchClient(program=FAKE_LOOP, log_path=tmp_path / "client.log") as client:
+        paths = [bench.run_bench("http://127.0.0.1:1", dataset, "m", concurrency=c, result_dir=tmp_path,
                                    client=client, label=f"c{c}") for c in (1, 2)]
-        assert [serving.parse_bench(p)["completed"] for p in paths] == [9, 9]
+        assert [bench.parse_bench(p)["completed"] for p in paths] == [9, 9]
         pids = {p.with_suffix(".log").read_text() for p in paths}
         assert len(pids) == 1, pids  # both runs in one process
         first = client.process
-        with pytest.raises(serving.BenchError, match="exit code 3"):
-            serving.run_bench("http://127.0.0.1:1", dataset, "m", result_dir=tmp_path, client=client,
+        with pytest.raises(bench.BenchError, match="exit code 3"):
+            bench.run_bench("http://127.0.0.1:1", dataset, "m", result_dir=tmp_path, client=client,
                               extra_args=["die"])
         assert client.process is None or client.process is not first
         started = time.monotonic()
-        with pytest.raises(serving.BenchError, match="longer than 1 s"):
-            serving.run_bench("http://127.0.0.1:1", dataset, "m", result_dir=tmp_path, client=client, timeout_s=1,
+        with pytest.raises(bench.BenchError, match="longer than 1 s"):
+            bench.run_bench("http://127.0.0.1:1", dataset, "m", result_dir=tmp_path, client=client, timeout_s=1,
                               extra_args=["sleep"])
         assert time.monotonic() - started < 15 and client.process is None  # stopped, not left sleeping
-        path = serving.run_bench("http://127.0.0.1:1", dataset, "m", result_dir=tmp_path, client=client)
-        assert serving.parse_bench(path)["completed"] == 9  # a new client took over
+        path = bench.run_bench("http://127.0.0.1:1", dataset, "m", result_dir=tmp_path, client=client)
+        assert bench.parse_bench(path)["completed"] == 9  # a new client took over
         last = client.process
     assert last.poll() is not None  # the with block stopped it

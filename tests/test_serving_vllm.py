@@ -8,7 +8,7 @@ import socket
 
 import pytest
 
-from helpers import serving
+from helpers import bench, serving
 from helpers.serving import PortInUseError, Server
 from helpers.workload_files import write_custom_dataset
 from helpers.workloads import prompts
@@ -23,7 +23,7 @@ def free_port() -> int:
 def test_a_real_draft_model_server_measured_by_vllms_client(cpu_models, tmp_path):
     dataset = write_custom_dataset(prompts("structured", 3), tmp_path / "tiny.jsonl")
     server = Server("cpu", "draft_model", 4, port=free_port(), log_dir=tmp_path)
-    with server, serving.BenchClient(log_path=tmp_path / "client.log") as client:  # one client for both runs
+    with server, bench.BenchClient(log_path=tmp_path / "client.log") as client:  # one client for both runs
         assert server.healthy() and server.running
         # its EngineCore ran the kit's plugin (or this vLLM needs none): sampled runs are allowed
         assert server.sampling.state in ("corrected", "exact"), server.sampling
@@ -32,14 +32,14 @@ def test_a_real_draft_model_server_measured_by_vllms_client(cpu_models, tmp_path
         rows = []
         for concurrency in (1, 2):
             before = server.spec_counters()
-            path = serving.run_bench(server, dataset, concurrency=concurrency, max_tokens=16, result_dir=tmp_path,
+            path = bench.run_bench(server, dataset, concurrency=concurrency, max_tokens=16, result_dir=tmp_path,
                                      label=f"draft-c{concurrency}", client=client, num_warmups=2 - concurrency)
             counted = server.spec_counters() - before
-            rows.append((serving.parse_bench(path), counted))
+            rows.append((bench.parse_bench(path), counted))
         # T = 1 in vLLM's multiprocess engine: the kit's correction of the CPU expand kernel (a vLLM plugin) must load
         # in the server's EngineCore and Worker processes; without it T > 0 verification accepted no draft token.
         before = server.spec_counters()
-        serving.run_bench(server, dataset, concurrency=2, max_tokens=32, temperature=1.0, result_dir=tmp_path,
+        bench.run_bench(server, dataset, concurrency=2, max_tokens=32, temperature=1.0, result_dir=tmp_path,
                           label="draft-t1", client=client, num_warmups=0)
         sampled = server.spec_counters() - before
         client_pid = client.process.pid
