@@ -112,7 +112,8 @@ def decide(args: argparse.Namespace, profile: Profile, checked) -> Path:
     table = served.measure(profile, workload, methods, args.concurrency, args.repetitions, base_urls=urls)
     gains = served.speedups(table)
     compared = gains if predicted is None else served.compare(gains, predicted)
-    models = model or f"target {profile.target.split('/')[-1]}, draft {profile.default_draft}, k={profile.k}"
+    models = (f"the deployment's {model.rstrip('/').split('/')[-1]}" if model else
+              f"target {profile.target.split('/')[-1]}, draft {profile.default_draft}, k={profile.k}")
     return write_report(args.out, workload, compared, table, served.verdict_lines(compared),
                         served_findings.agreement(gains, data, args.workload, args.temperature, table), where, models,
                         args.repetitions, urls)
@@ -147,7 +148,7 @@ def write_report(out: Path, workload, compared: pd.DataFrame, table: pd.DataFram
 
     page = (f"<!doctype html><meta charset='utf-8'><title>{html.escape(served.short_source(workload))}: decision"
             "</title><style>body{font-family:sans-serif;max-width:60rem;margin:2rem auto;line-height:1.4}"
-            "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px}img{max-width:100%}</style>"
+            "table{border-collapse:collapse;font-size:.85em}td,th{border:1px solid #ccc;padding:2px 6px}img{max-width:100%}</style>"
             + mistune.html(markdown))
     (out / "report.html").write_text(page)
     return out / "report.html"
