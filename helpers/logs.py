@@ -2,7 +2,7 @@
 
 Two kinds of output, two mechanisms:
 
-- **Log records** (vLLM's ``logging``, every level): ``configure()`` points vLLM at ``helpers/vllm_logging.json``
+- **Log records** (vLLM's ``logging``, INFO and above): ``configure()`` points vLLM at ``helpers/vllm_logging.json``
   through ``VLLM_LOGGING_CONFIG_PATH``, vLLM's own switch, which child processes inherit (the multiprocess EngineCore
   and servers alike). Every record goes to the log file (``SPECDEC_LOG_FILE``, default ``build/logs/vllm.log``);
   records at ERROR and above are also printed, so a failure is never hidden. Nothing is filtered by message: a
@@ -11,8 +11,8 @@ Two kinds of output, two mechanisms:
   ``[W1204 ... utils.cpp:68] Warning: NUMA binding ...``), and some of vLLM's modules ``print()`` (e.g. "Triton is
   installed, but doesn't include CPU backend"); Python's logging sees neither. ``native_to_log()`` points both
   descriptors, and ``sys.stdout``/``sys.stderr`` (a notebook's streams are not the descriptors), at the log file
-  while vLLM is imported, an engine is built or runs; processes started inside it (the multiprocess EngineCore)
-  inherit the file for good.
+  while an engine is built (vLLM imported by it) or runs; processes started inside it (the multiprocess
+  EngineCore) inherit the file for good. ERROR records are printed on the console outside it (``ErrorsToConsole``).
 
 ``SPECDEC_VLLM_LOGS=1`` (set before starting Jupyter or ``make``) leaves all of this as vLLM has it.
 """
@@ -47,6 +47,22 @@ class LogFileHandler(logging.FileHandler):
         path = log_file()
         path.parent.mkdir(parents=True, exist_ok=True)
         super().__init__(path, mode="a", encoding="utf-8", delay=True)
+
+
+_outer_stdout: list = []  # the console outside native_to_log(): where ERROR records are printed
+
+
+class ErrorsToConsole(logging.StreamHandler):
+    """Prints a record on the console as it is when the record is written: the notebook's output or the terminal,
+    never the log file that ``native_to_log()`` puts in the console's place while an engine is built or runs."""
+
+    @property
+    def stream(self):
+        return _outer_stdout[-1] if _outer_stdout else sys.stdout
+
+    @stream.setter
+    def stream(self, value) -> None:  # StreamHandler sets it once; the console is looked up at each use instead
+        pass
 
 
 def configure() -> None:
@@ -84,6 +100,7 @@ def native_to_log():
     saved = [os.dup(1), os.dup(2)]
     target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     stream = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 (closed below)
+    _outer_stdout.append(sys.stdout)
     try:
         os.dup2(target, 1)
         os.dup2(target, 2)
@@ -96,6 +113,7 @@ def native_to_log():
         for fd in (*saved, target):
             os.close(fd)
         stream.close()
+        _outer_stdout.pop()
 
 
 def where() -> str:
@@ -104,7 +122,7 @@ def where() -> str:
         shown = log_file().relative_to(Path.cwd())
     except ValueError:
         shown = log_file()
-    return f"vLLM's log (every level, and native warnings from its C++ code): {shown}"
+    return f"vLLM's log (INFO and above, and native warnings from its C++ code): {shown}"
 
 
 def error_lines(limit: int = 20) -> str:

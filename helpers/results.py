@@ -75,7 +75,12 @@ def load_reference(name: str, profile: str = "cpu") -> pd.DataFrame | None:
 def reference_label(profile: str = "cpu") -> str:
     """'reference: <hardware>, <date>, <mode> mode' for labelling the shipped results beside this machine's."""
     record = provenance(profile)
-    return f"reference: {record['hardware']}, {record['date']}, {record['mode']} mode" if record else "no reference"
+    if not record:
+        return "no reference"
+    hardware = record["hardware"]
+    if record.get("cpu_features") and ";" not in hardware:  # recorded apart (a reference from before describe() did)
+        hardware = hardware.removesuffix(")") + "; " + ", ".join(record["cpu_features"]) + ")"
+    return f"reference: {hardware}, {record['date']}, {record['mode']} mode"
 
 
 def markdown(frame: pd.DataFrame) -> str:

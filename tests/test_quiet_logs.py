@@ -88,6 +88,7 @@ def test_an_executed_notebook_shows_no_vllm_lines_and_says_where_they_went(cpu_m
         emit("notebook's logger", native=False)
         with logs.native_to_log():  # as while an engine is built or runs
             emit("notebook's native code", log=False)
+        logging.getLogger("vllm.kit_test").error("AN ERROR after an engine was built")  # reaches the output
     """)
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
     NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}).execute()
@@ -98,7 +99,8 @@ def test_an_executed_notebook_shows_no_vllm_lines_and_says_where_they_went(cpu_m
     assert "print() from the notebook's native code" in (tmp_path / "vllm.log").read_text()
     assert "native line" not in printed and "NEVER-SEEN" not in printed and "a print()" not in printed
     assert "Loading safetensors checkpoint shards" not in printed  # the weight-loading bar (not a log record)
-    assert printed.startswith("vLLM's log (every level, and native warnings from its C++ code): "), printed[:500]
+    assert "ERROR" in printed and "AN ERROR after an engine was built" in printed, printed[-2000:]
+    assert printed.startswith("vLLM's log (INFO and above, and native warnings from its C++ code): "), printed[:500]
     loud = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('print("INFO 12-03 10:24:15 [core.py:1] x")')])
     NotebookClient(loud, timeout=60, kernel_name="python3").execute()
     assert runner.log_lines(loud) == {"INFO": 1, "WARNING": 0, "DEBUG": 0, "NATIVE": 0}  # the counter sees one
@@ -156,7 +158,7 @@ def test_a_multiprocess_engine_logs_to_the_file_and_refuses_sampling_without_the
     assert helpers.vllm_log_lines(printed) == {"INFO": 0, "WARNING": 0, "DEBUG": 0, "NATIVE": 0}, printed[-3000:]
     assert "GREEDY:" in printed and "REFUSED:" in printed and "left no record of the kit's plugin" in printed
     crashed = printed[printed.index("CRASHED:"):]
-    assert f"vLLM's log (every level, and native warnings from its C++ code): {tmp_path / 'vllm.log'}" in crashed
+    assert f"vLLM's log (INFO and above, and native warnings from its C++ code): {tmp_path / 'vllm.log'}" in crashed
 
 
 def test_a_failed_engine_build_names_the_log(cpu_models):

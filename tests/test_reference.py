@@ -74,3 +74,9 @@ def test_the_checklist_and_browser_open_from_the_reference():
     grid = results.load_reference("04_structured_vs_creative")
     browser = ResultsBrowser(grid[grid["method"] == "draft_model"], source=results.reference_label())
     assert "reference:" in browser.table.value and len(browser.k.options) >= 3
+
+
+def test_the_reference_label_names_the_machine_class():
+    label = results.reference_label("cpu")
+    features = results.provenance("cpu")["cpu_features"]
+    assert all(feature in label for feature in features), label
