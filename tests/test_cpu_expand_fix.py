@@ -267,9 +267,9 @@ DEFECT_SCRIPT = textwrap.dedent("""
     from helpers.timing import run, sampling_params
     from helpers.workloads import prompts
     if __name__ == "__main__":
-        n, position, k = 48, 2, 4
+        n, position, k = 96, 2, 4
         # a creative prompt: its tokens at T = 1 are spread, so a wrong temperature shows (on the JSON prompt the
-        # third token is nearly certain whatever the temperature: 48 samples did not tell the two apart)
+        # third token is nearly certain whatever the temperature: 48 samples did not tell the two apart there)
         prompt, params = prompts("creative", 1)[0], sampling_params(1.0, position + k + 2)
         baseline = token_counts(run(EngineSpec("cpu"), [prompt] * n, params, batch=True)["outputs"], position)
         shutdown_engine()
@@ -298,5 +298,7 @@ def test_the_chi_square_rejects_the_defect_itself(cpu_models):
     seen = json.loads(out.stdout.strip().splitlines()[-1])
     print(seen)
     assert seen["inside"] == "vLLM's stand-in" and seen["after"] == "corrected", seen
+    # Acceptance alone is no signature here: the defect reads uninitialised memory, so what it accepts varies from run
+    # to run (0 of 1,344 and 49 of 1,292 on two runs), and on a creative prompt at T = 1 the corrected engine accepts
+    # little too. The distribution test is the check.
     assert seen["p"] < ALPHA, f"the test did not reject the defect: {seen}"
-    assert seen["accepted"] < 0.02 * seen["proposed"], seen  # the defect's signature: almost nothing accepted
