@@ -203,13 +203,8 @@ def get_engine(spec: EngineSpec):
         return _live[spec]
     while len(_live) >= max_live(profile):
         shutdown_engine(next(iter(_live)))
-    with logs.native_to_log():  # importing vLLM prints (Triton's absence)
-        from vllm import LLM
+    from helpers import cpu_expand_fix
 
-        from helpers import cpu_expand_fix
-
-        cpu_expand_fix.register()  # also a vLLM general plugin; called here for a checkout not installed with -e
-    _guard_kernel_rebind()
     model = profile.draft(spec.draft) if spec.method == "draft_alone" else profile.target
     if _builds["count"] == 0 and not VLLM_LOGS:
         print(logs.where())
@@ -218,13 +213,13 @@ def get_engine(spec: EngineSpec):
     status_file.parent.mkdir(parents=True, exist_ok=True)
     status_file.unlink(missing_ok=True)
     os.environ[cpu_expand_fix.STATUS_FILE_ENV] = str(status_file)  # the engine's own processes write here
-    try:
-        with logs.native_to_log():
-            llm = LLM(model=model, speculative_config=speculative_config(profile, spec),
-                      **engine_kwargs(profile, spec.max_model_len))
-    except Exception as error:
-        logs.add_log_note(error)
-        raise
+    with logs.native_to_log():  # importing vLLM prints (Triton's absence); a failed build raises with the log's path
+        from vllm import LLM
+
+        cpu_expand_fix.register()  # also a vLLM general plugin; called here for a checkout not installed with -e
+        _guard_kernel_rebind()
+        llm = LLM(model=model, speculative_config=speculative_config(profile, spec),
+                  **engine_kwargs(profile, spec.max_model_len))
     in_process = os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING", "1") == "0"
     llm._specdec_sampling = None if in_process else cpu_expand_fix.engine_sampling(
         cpu_expand_fix.read_records(status_file), exclude_pid=os.getpid())

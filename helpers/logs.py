@@ -86,7 +86,8 @@ _LIBC = ctypes.CDLL(None)
 
 @contextmanager
 def native_to_log():
-    """File descriptors 1 and 2 point at the log file inside the block (no-op with ``SPECDEC_VLLM_LOGS=1``)."""
+    """File descriptors 1 and 2 point at the log file inside the block (no-op with ``SPECDEC_VLLM_LOGS=1``); an
+    exception raised inside it leaves with the log's path and error lines attached (``add_log_note``)."""
     if VLLM_LOGS:
         yield
         return
@@ -106,6 +107,9 @@ def native_to_log():
         os.dup2(target, 2)
         with redirect_stdout(stream), redirect_stderr(stream):
             yield
+    except Exception as error:  # raised by vLLM inside the block (a failed build, an engine process that died)
+        add_log_note(error)
+        raise
     finally:
         _LIBC.fflush(None)  # C stdio buffers written inside the block belong to the file
         os.dup2(saved[0], 1)

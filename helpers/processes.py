@@ -13,8 +13,9 @@ from collections.abc import Sequence
 import psutil
 
 
-class ProcessGroupError(RuntimeError):
-    """A process group survived SIGKILL."""
+class ServerError(RuntimeError):
+    """A server that did not start, did not become healthy, or did not stop (its process group survived SIGKILL).
+    ``helpers.serving`` raises it and re-exports it."""
 
 
 STOP_TIMEOUT_S = 30.0  # SIGTERM, then this long for a clean shutdown, then SIGKILL
@@ -72,7 +73,7 @@ def stop_group(process: subprocess.Popen, pgid: int, timeout_s: float = STOP_TIM
         _signal_group(pgid, signal.SIGKILL)
         time.sleep(0.05)
     if group_alive(pgid):
-        raise ProcessGroupError(f"process group {pgid} survived SIGKILL: {group_members(pgid)}")
+        raise ServerError(f"process group {pgid} survived SIGKILL: {group_members(pgid)}")
 
 
 # Runs first in the new process, then execs the real command (same pid): the kernel sends SIGTERM to it when

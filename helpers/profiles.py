@@ -70,6 +70,21 @@ def _cpu_dtype() -> str:
     return dtype
 
 
+BF16_MEASUREMENT = ROOT / "data" / "measurements" / "cpu_tuning-2026-12-04-avx512bf16.csv"
+
+
+def _bf16_measured() -> str:
+    """What bfloat16 gave against float32 in the shipped measurement (scripts/measure_cpu_tuning.py --dtypes)."""
+    import pandas as pd
+
+    runs = pd.read_csv(BF16_MEASUREMENT)
+    medians = runs.groupby("dtype")[["target_tok_per_s", "json_speedup_2l"]].median()
+    f32, bf16 = medians.loc["float32"], medians.loc["bfloat16"]
+    return (f"on {runs['hardware'].iloc[0]} bfloat16 decoded {bf16.target_tok_per_s / f32.target_tok_per_s:.1f} "
+            f"times as fast ({runs['round'].nunique()} rounds, medians), speculation's speedup "
+            f"{bf16.json_speedup_2l:.2f}x against {f32.json_speedup_2l:.2f}x on one JSON prompt")
+
+
 def dtype_note(profile: Profile) -> str:
     """What the cpu profile's dtype means on this CPU: why float32, and what bfloat16 gave where it was measured."""
     if profile.name != "cpu":
@@ -79,10 +94,8 @@ def dtype_note(profile: Profile) -> str:
     has_bf16 = "AVX512-BF16" in hardware.cpu_features()
     if profile.dtype == "float32":
         return ("dtype float32: greedy speculation is token-for-token the baseline's, which the notebooks assert. "
-                + ("This CPU has AVX512-BF16: on such a machine (2-core AMD EPYC, 2026-12-04) bfloat16 decoded "
-                   "about 1.3 times as fast, speculation's speedup 1.79x against 1.75x on one JSON prompt; "
-                   "SPECDEC_CPU_DTYPE=bfloat16 "
-                   "trades the exact check for it (docs/measurements.md, float32 against bfloat16)."
+                + (f"This CPU has AVX512-BF16: {_bf16_measured()}; SPECDEC_CPU_DTYPE=bfloat16 trades the exact "
+                   "check for it (docs/measurements.md, float32 against bfloat16)."
                    if has_bf16 else "Without AVX512-BF16 bfloat16 was slower than float32 where it was measured."))
     return ("dtype bfloat16 (SPECDEC_CPU_DTYPE): greedy speculation is compared with the baseline up to its first "
             "divergence instead of asserted identical" + ("" if has_bf16 else

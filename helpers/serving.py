@@ -39,7 +39,7 @@ from helpers.engines import EngineSpec, engine_kwargs, speculative_config, valid
 from helpers.metrics import ACCEPTED, DRAFT_TOKENS, DRAFTS, PER_POSITION, SpecCounters
 from helpers.processes import (  # noqa: F401 (group_alive, group_members: callers check a server's group)
     STOP_TIMEOUT_S,
-    ProcessGroupError,
+    ServerError,
     _with_parent_death,
     group_alive,
     group_members,
@@ -55,10 +55,6 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 STARTUP_TIMEOUT_S = 900.0  # measured: the cpu profile's draft-model server was healthy after 27 s
 EXIT_STOP_TIMEOUT_S = 3.0  # at interpreter exit: Jupyter waits ~5 s for a restarting kernel before killing it
-
-
-class ServerError(RuntimeError):
-    """A server that did not start, did not become healthy, or did not stop."""
 
 
 class PortInUseError(ServerError):

@@ -63,16 +63,12 @@ def run(spec: EngineSpec, prompts: Sequence[str], params, batch: bool = False, c
     before = snapshot(llm)
     start = time.perf_counter()
     outputs = []
-    try:
-        with logs.native_to_log():
-            for group in groups:
-                if chat:
-                    outputs += llm.chat(as_messages(group), params, use_tqdm=False)
-                else:
-                    outputs += llm.generate(group, params, use_tqdm=False)
-    except Exception as error:  # e.g. the engine's process died: its traceback is in the log
-        logs.add_log_note(error)
-        raise
+    with logs.native_to_log():  # an engine process that died raises with the log's path attached
+        for group in groups:
+            if chat:
+                outputs += llm.chat(as_messages(group), params, use_tqdm=False)
+            else:
+                outputs += llm.generate(group, params, use_tqdm=False)
     wall = time.perf_counter() - start
     return {"outputs": outputs, "wall_s": wall, "counters": snapshot(llm) - before}
 

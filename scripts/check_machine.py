@@ -34,10 +34,9 @@ class Check:
 
 
 def python_check() -> Check:
-    from scripts.check_python import TESTED, allowed
+    from scripts.check_python import TESTED, allowed, requires_python
 
-    text = (ROOT / "pyproject.toml").read_text()
-    spec = text.split('requires-python = "', 1)[1].split('"', 1)[0]
+    spec = requires_python()
     version = sys.version_info[:2]
     return Check("Python", allowed(spec, version), f"{version[0]}.{version[1]} (requires {spec}, tested on {TESTED})",
                  f"rebuild the venv with a supported Python: rm -rf .venv && make setup PYTHON=python{TESTED}")

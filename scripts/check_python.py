@@ -18,9 +18,14 @@ def allowed(spec: str, version: tuple[int, int]) -> bool:
     return True
 
 
-def main() -> None:
+def requires_python() -> str:
+    """pyproject.toml's requires-python, e.g. '>=3.11,<3.13'."""
     text = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text()
-    spec = re.search(r'^requires-python\s*=\s*"([^"]+)"', text, re.MULTILINE).group(1)
+    return re.search(r'^requires-python\s*=\s*"([^"]+)"', text, re.MULTILINE).group(1)
+
+
+def main() -> None:
+    spec = requires_python()
     if len(sys.argv) == 3 and sys.argv[1] == "--version":
         version = tuple(int(p) for p in sys.argv[2].split(".")[:2])
     else:
