@@ -247,7 +247,8 @@ def measurements(profile, batch: pd.DataFrame, max_tokens: int, repetitions: int
     if grid is None or "decode_speedup" not in grid:
         points = [(c, t, m, profile.k) for c in ("structured", "creative") for t in (0.0, 1.0)
                   for m in ("draft_model", "ngram")]
-        grid = category_grid(profile.name, points, n_prompts=1, max_tokens=max_tokens, repetitions=repetitions)
+        grid = category_grid(profile.name, points, n_prompts=1, max_tokens=max_tokens, repetitions=repetitions,
+                             acceptance_prompts=1)[0]
         notes.append("04's results were absent or without decode-only speedups: measured here, 1 prompt per "
                      "category, T = 0 and 1")
     long = results.load("05_long_context")

@@ -218,8 +218,12 @@ def get_engine(spec: EngineSpec):
 
         cpu_expand_fix.register()  # also a vLLM general plugin; called here for a checkout not installed with -e
         _guard_kernel_rebind()
-        llm = LLM(model=model, speculative_config=speculative_config(profile, spec),
-                  **engine_kwargs(profile, spec.max_model_len))
+        speculative = speculative_config(profile, spec)
+        # Each request's own acceptance (its histogram of accepted drafts per step), so a batched run gives an
+        # acceptance per prompt; vLLM refuses the option on an engine that does not speculate.
+        per_request = {"per_request_spec_decode_metrics": "summary"} if speculative else {}
+        llm = LLM(model=model, speculative_config=speculative, **engine_kwargs(profile, spec.max_model_len),
+                  **per_request)
     in_process = os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING", "1") == "0"
     llm._specdec_sampling = None if in_process else cpu_expand_fix.engine_sampling(
         cpu_expand_fix.read_records(status_file), exclude_pid=os.getpid())

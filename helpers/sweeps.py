@@ -7,14 +7,13 @@ returns tidy rows; every row carries hardware, profile, models, method, k, tempe
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import cycle, islice
 
 import numpy as np
 import pandas as pd
 
 from helpers.engines import OPEN_END, EngineSpec, get_engine
-from helpers.timing import paired_runs, speedup_interval, summarize
-from helpers.workloads import long_context_prompt, prompts
+from helpers.timing import describe_spec, paired_runs, request_timing, run, sampling_params, speedup_interval, summarize
+from helpers.workloads import long_context_prompt, ordered, prompts
 
 GridPoint = tuple[str, float, str, int]  # category, temperature, method, k
 
@@ -30,15 +29,68 @@ META = ("hardware", "profile", "target", "draft", "method", "k", "temperature", 
 
 
 def category_grid(profile: str, points: Sequence[GridPoint], n_prompts: int, max_tokens: int,
-                  repetitions: int) -> pd.DataFrame:
-    """One summary row per (category, temperature, method, k): the arm against the baseline, one request at a time."""
-    summaries = []
+                  repetitions: int, acceptance_prompts: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One summary row per (category, temperature, method, k): the arm against the baseline on the category's first
+    ``n_prompts`` prompts, one request at a time; and, from one batched untimed run of the same engine over the
+    category's first ``acceptance_prompts`` (all when None), each prompt's acceptance (:func:`acceptance`)."""
+    summaries, accepted = [], []
     for category, temperature, method, k in progress(points, "04 grid points"):
-        runs = paired_runs(EngineSpec(profile), [EngineSpec(profile, method, k=k)], prompts(category, n_prompts),
+        arm = EngineSpec(profile, method, k=k)
+        runs = paired_runs(EngineSpec(profile), [arm], prompts(category, n_prompts),
                            temperature=temperature, max_tokens=max_tokens, repetitions=repetitions,
                            tags={"category": category})
         summaries.append(summarize(runs).query("arm != 'baseline'").assign(category=category))
-    return pd.concat(summaries, ignore_index=True)
+        per_prompt = acceptance(arm, prompts(category, acceptance_prompts), temperature, max_tokens)
+        subcategory = ordered(category)["subcategory"]
+        accepted.append(per_prompt.assign(category=category, subcategory=subcategory[per_prompt["prompt_index"]].values))
+    return pd.concat(summaries, ignore_index=True), pd.concat(accepted, ignore_index=True)
+
+
+def acceptance(spec: EngineSpec, messages: Sequence[str], temperature: float, max_tokens: int) -> pd.DataFrame:
+    """Per prompt: draft tokens accepted, decode steps and tokens per decode step (``tau``), from one batched,
+    untimed run of all ``messages`` on ``spec``'s engine (vLLM's per-request counters). At temperature 0 a batched
+    run accepts what one request at a time does, up to batch-dependent rounding; notebook 04 prints both."""
+    result = run(spec, messages, sampling_params(temperature, max_tokens), batch=True)
+    info = describe_spec(spec)
+    rows = []
+    for index, output in enumerate(result["outputs"]):
+        timing = request_timing(output)
+        rows.append({**{c: info[c] for c in ("profile", "method", "k", "arm")}, "temperature": temperature,
+                     "prompt_index": index, "prompt_tokens": timing["prompt_tokens"],
+                     "output_tokens": timing["output_tokens"], "accepted": timing["accepted"],
+                     "verify_steps": timing["verify_steps"], "drafted_steps": timing["drafted_steps"],
+                     "draft_tokens": timing["draft_tokens"],
+                     "tau": (timing["output_tokens"] - 1) / timing["verify_steps"]
+                     if timing["verify_steps"] > 0 else float("nan"),
+                     "tau_se": _tau_se(timing["step_histogram"], timing["verify_steps"])})
+    return pd.DataFrame(rows)
+
+
+def _tau_se(histogram: Sequence[int], steps: float) -> float:
+    """Standard error of a request's tokens per decode step from its steps: ``histogram[j]`` steps accepted j drafted
+    tokens (j + 1 tokens each); the steps that proposed nothing emitted 1 token each."""
+    if not len(histogram) or not steps > 1:
+        return float("nan")
+    tokens = np.repeat(np.arange(1, len(histogram) + 1), histogram)
+    tokens = np.concatenate([tokens, np.ones(max(int(round(steps - len(tokens))), 0))])
+    return float(tokens.std(ddof=1) / np.sqrt(len(tokens)))
+
+
+def acceptance_summary(per_prompt: pd.DataFrame, keys=("category", "temperature", "method", "k")) -> pd.DataFrame:
+    """Per (category, temperature, method, k): prompts, acceptance rate, mean tokens per decode step (tau) with a
+    95% t interval over prompts (the prompts are the sample; NaN below 3 prompts)."""
+    from scipy.stats import t
+
+    rows = []
+    for key, group in per_prompt.groupby(list(keys), sort=False):
+        tau = group["tau"].dropna().to_numpy()
+        n = len(tau)
+        half = t.ppf(0.975, n - 1) * tau.std(ddof=1) / np.sqrt(n) if n >= 3 else float("nan")
+        draft_tokens = group["draft_tokens"].sum()
+        rows.append({**dict(zip(keys, key)), "prompts": n, "tau": float(tau.mean()) if n else float("nan"),
+                     "tau_low": float(tau.mean() - half), "tau_high": float(tau.mean() + half),
+                     "acceptance_rate": float(group["accepted"].sum() / draft_tokens) if draft_tokens else float("nan")})
+    return pd.DataFrame(rows)
 
 
 def long_context_sweep(profile: str, arms: Sequence[EngineSpec], lengths: Sequence[int], n_prompts: int,
@@ -58,24 +110,30 @@ def long_context_sweep(profile: str, arms: Sequence[EngineSpec], lengths: Sequen
                              max_tokens=max_tokens, repetitions=repetitions,
                              tags={"prompt_length": length, "vs": arm.label()})
         medians = paired.groupby("arm")[["prompt_tokens", "ttft_s", "decode_s", "e2e_s"]].median()
-        summary = summarize(paired).merge(medians, left_on="arm", right_index=True)
+        summary = summarize(paired).drop(columns="prompt_tokens").merge(medians, left_on="arm", right_index=True)
         summaries.append(summary.assign(prompt_length=length, vs=arm.label()))
         runs.append(paired)
     return pd.concat(runs, ignore_index=True), pd.concat(summaries, ignore_index=True)
 
 
 def batch_sweep(profile: str, arms: Sequence[EngineSpec], sizes: Sequence[int], max_tokens: int, repetitions: int,
-                category: str = "structured", temperature: float = 0.0) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Baseline against each of ``arms`` with ``n`` requests submitted at once, for each ``n`` in ``sizes``.
+                category: str = "structured", temperature: float = 0.0,
+                n_prompts: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Baseline against each of ``arms`` on the same requests at every concurrency ``n`` in ``sizes``: the category's
+    first ``n_prompts`` prompts (default: the largest size), submitted in waves of ``n`` at a time. Only the number
+    of concurrent sequences changes from one size to the next, never the prompts.
 
-    The requests cycle through the category's prompts; ``ignore_eos`` makes every request write
-    ``max_tokens``. Returns the per-request rows and :func:`throughput_summary` per (arm, size).
+    ``ignore_eos`` makes every request write ``max_tokens``. Returns the per-request rows and
+    :func:`throughput_summary` per (arm, size).
     """
+    requests = prompts(category, n_prompts or max(sizes))
+    if max(sizes) > len(requests):
+        raise ValueError(f"concurrency {max(sizes)} needs at least as many requests; {category!r} gives "
+                         f"{len(requests)} (n_prompts={n_prompts})")
     runs, summaries = [], []
     for arm, n in progress([(a, n) for a in arms for n in sizes], "arm x concurrency"):
-        batch = list(islice(cycle(prompts(category)), n))
-        paired = paired_runs(EngineSpec(profile), [arm], batch, temperature=temperature, max_tokens=max_tokens,
-                             repetitions=repetitions, batch=True, ignore_eos=True,
+        paired = paired_runs(EngineSpec(profile), [arm], requests, temperature=temperature, max_tokens=max_tokens,
+                             repetitions=repetitions, concurrency=n, ignore_eos=True,
                              tags={"concurrency": n, "category": category, "vs": arm.label()})
         summaries.append(throughput_summary(paired).assign(vs=arm.label()))
         runs.append(paired)
@@ -83,8 +141,16 @@ def batch_sweep(profile: str, arms: Sequence[EngineSpec], sizes: Sequence[int], 
 
 
 def throughput_summary(runs: pd.DataFrame, baseline_arm: str = "baseline") -> pd.DataFrame:
-    """Per (concurrency, arm) of one paired run: output tokens per second of the whole batch, median TPOT,
-    acceptance, and the throughput speedup over the baseline (``timing.speedup_interval`` over repetitions)."""
+    """Per (concurrency, arm) of one paired run: output tokens per second of all its requests, median TPOT,
+    acceptance, and the throughput speedup over the baseline (``timing.speedup_interval`` over repetitions).
+
+    For the speed model: ``step_ms``, the decode time per engine step (each request's decode time over its decode
+    steps, median over requests), the same for the baseline it was paired with, tokens per decode step and the
+    share of steps that proposed a draft; ``request_tau``, each request's tokens per decode step (median over
+    repetitions), as a list in prompt order."""
+    runs = runs.assign(decode_tokens=runs["output_tokens"] - 1)
+    if "accepted" not in runs:  # rows from before per-request counters
+        runs["accepted"] = float("nan")
     per_run = (runs.groupby(["concurrency", "arm", "repetition"], sort=False)
                .agg(tokens=("output_tokens", "sum"), wall_s=("run_wall_s", "first"), tpot_s=("tpot_s", "median"),
                     drafts=("run_drafts", "first"), draft_tokens=("run_draft_tokens", "first"),
@@ -97,13 +163,26 @@ def throughput_summary(runs: pd.DataFrame, baseline_arm: str = "baseline") -> pd
         ratio = (group.set_index("repetition")["tok_per_s"] / base["tok_per_s"]).dropna()
         interval = speedup_interval(ratio.values)  # one cluster: the repetitions of this batch
         drafts, draft_tokens, accepted = group["drafts"].sum(), group["draft_tokens"].sum(), group["accepted"].sum()
+        requests = runs[(runs["concurrency"] == n) & (runs["arm"] == arm)]
+        base_requests = runs[(runs["concurrency"] == n) & (runs["arm"] == baseline_arm)]
+        steps = requests["decode_tokens"].sum() - accepted
+        steps_each = requests["verify_steps"] if "verify_steps" in requests else requests["decode_tokens"]
+        tau = requests.assign(tau=requests["decode_tokens"] / steps_each).groupby("prompt_index")["tau"].median()
         rows.append({
             **{c: group.iloc[0][c] for c in META}, "concurrency": n, "arm": arm,
             "tok_per_s": float(group["tok_per_s"].median()), "tpot_ms": 1000 * float(group["tpot_s"].median()),
             "acceptance_rate": accepted / draft_tokens if draft_tokens else float("nan"),
             "mean_acceptance_length": 1 + accepted / drafts if drafts else float("nan"),
             "speedup": interval["speedup"], "speedup_ci_low": interval["low"], "speedup_ci_high": interval["high"],
-            "interval": interval["interval"],
+            "interval": interval["interval"], "log_se": interval["log_se"],
+            "prompts": requests["prompt_index"].nunique(),
+            "prompt_tokens": float(requests["prompt_tokens"].median()),
+            "output_tokens": float(requests["output_tokens"].mean()),
+            "tokens_per_verify_step": requests["decode_tokens"].sum() / steps if drafts and steps > 0 else float("nan"),
+            "draft_fraction": drafts / steps if drafts and steps > 0 else float("nan"),
+            "step_ms": 1000 * float((requests["decode_s"] / steps_each.fillna(requests["decode_tokens"])).median()),
+            "baseline_step_ms": 1000 * float((base_requests["decode_s"] / base_requests["decode_tokens"]).median()),
+            "request_tau": [round(float(x), 4) for x in tau] if drafts else [],
         })
     return pd.DataFrame(rows)
 

@@ -22,9 +22,20 @@ from helpers.theory import effective_cost_ratio
 
 
 def request_timing(output) -> dict[str, float]:
+    """vLLM's timestamps of one request, and its own speculation counts where the engine kept them
+    (``per_request_spec_decode_metrics``; NaN otherwise): draft tokens ``accepted``, ``verify_steps`` (decode steps:
+    each emits one token plus those it accepted) and ``drafted_steps`` (the steps that proposed tokens), with the
+    histogram of accepted tokens per drafted step."""
     m = output.metrics
     tokens = len(output.outputs[0].token_ids)
     decode = max(m.last_token_ts - m.first_token_ts, 0.0)
+    spec = getattr(output.outputs[0], "spec_decode_metrics", None)
+    accepted = sum(j * n for j, n in enumerate(spec.histogram)) if spec is not None else float("nan")
+    # Decode steps: those that verified a draft, and those that proposed none (n-gram without a match), each of
+    # which emitted one token. A last step can accept more than max_tokens leaves room for, so the tokens of the
+    # drafted steps may exceed the decode tokens: then every step drafted.
+    drafted = sum(spec.histogram) if spec is not None else float("nan")
+    undrafted = max(tokens - 1 - (accepted + drafted), 0) if spec is not None else float("nan")
     return {
         "prompt_tokens": len(output.prompt_token_ids),
         "output_tokens": tokens,
@@ -33,6 +44,11 @@ def request_timing(output) -> dict[str, float]:
         "decode_s": decode,
         "tpot_s": decode / (tokens - 1) if tokens > 1 else float("nan"),
         "e2e_s": m.first_token_latency + decode,
+        "accepted": accepted,
+        "verify_steps": drafted + undrafted,
+        "drafted_steps": drafted,
+        "draft_tokens": spec.num_draft_tokens if spec is not None else float("nan"),
+        "step_histogram": list(spec.histogram) if spec is not None else [],
     }
 
 
@@ -52,14 +68,17 @@ def as_messages(prompts: Sequence[str]) -> list[list[dict[str, str]]]:
     return [[{"role": "user", "content": p}] for p in prompts]
 
 
-def run(spec: EngineSpec, prompts: Sequence[str], params, batch: bool = False, chat: bool = True) -> dict[str, Any]:
-    """Generate ``prompts`` on ``spec``'s engine: all at once (``batch``) or one after another.
+def run(spec: EngineSpec, prompts: Sequence[str], params, batch: bool = False, chat: bool = True,
+        concurrency: int | None = None) -> dict[str, Any]:
+    """Generate ``prompts`` on ``spec``'s engine: all at once (``batch``), ``concurrency`` at a time (in waves of
+    that many, each submitted together), or one after another.
 
     Returns the outputs, the wall time and this run's own speculation counters.
     """
     llm = get_engine(spec)
     check_sampling(llm, params.temperature, spec.label())
-    groups = [list(prompts)] if batch else [[p] for p in prompts]
+    size = len(prompts) if batch else (concurrency or 1)
+    groups = [list(prompts[i:i + size]) for i in range(0, len(prompts), size)]
     before = snapshot(llm)
     start = time.perf_counter()
     outputs = []
@@ -105,16 +124,20 @@ def paired_runs(
     batch: bool = False,
     tags: dict[str, Any] | None = None,
     ignore_eos: bool = False,
+    concurrency: int | None = None,
 ) -> pd.DataFrame:
     """Interleaved repetitions of each arm on the same prompts; the arms' order rotates each round.
 
-    One row per (repetition, arm, prompt). Warm-up rounds run but are not returned; an arm whose engine has
-    already run requests of this kind (greedy or sampled, batched or not) skips them: its one-off costs are paid.
-    ``ignore_eos`` makes every request write exactly ``max_tokens`` tokens.
+    One row per (repetition, arm, prompt). Warm-up rounds (one wave of requests) run but are not returned; an arm
+    whose engine has already run requests of this kind (greedy or sampled, batched or not) skips them: its one-off
+    costs are paid.
+    ``ignore_eos`` makes every request write exactly ``max_tokens`` tokens. ``concurrency`` submits the prompts in
+    waves of that many (``batch``: all at once); the ``batch`` column holds the number of concurrent requests.
     """
     arms = [baseline, *speculative]
     params = sampling_params(temperature, max_tokens, ignore_eos=ignore_eos)
-    kind = (temperature > 0, batch)
+    size = len(prompts) if batch else (concurrency or 1)
+    kind = (temperature > 0, size > 1)
     rows = []
     for rep in range(warmup + repetitions):
         order = arms[rep % len(arms):] + arms[: rep % len(arms)]
@@ -122,7 +145,8 @@ def paired_runs(
             warm = warm_kinds(spec)
             if rep < warmup and kind in warm:
                 continue
-            result = run(spec, prompts, params, batch=batch)
+            # A warm-up pays the engine's one-off costs: one wave of requests is enough
+            result = run(spec, prompts[:size] if rep < warmup else prompts, params, concurrency=size)
             warm.add(kind)  # kept on the engine itself: a rebuilt engine starts cold again
             if rep < warmup:
                 continue
@@ -131,7 +155,7 @@ def paired_runs(
             for index, output in enumerate(result["outputs"]):
                 rows.append({
                     **info, **(tags or {}), "repetition": rep - warmup, "prompt_index": index,
-                    "temperature": temperature, "repetitions": repetitions, "batch": len(prompts) if batch else 1,
+                    "temperature": temperature, "repetitions": repetitions, "batch": size,
                     **request_timing(output), "run_wall_s": result["wall_s"],
                     "run_drafts": counters["drafts"], "run_draft_tokens": counters["draft_tokens"],
                     "run_accepted": counters["accepted_tokens"], "run_per_position": counters["accepted_per_position"],
@@ -159,23 +183,29 @@ def speedup_interval(ratios: Sequence[float], prompts: Sequence | None = None, s
     frame = frame[np.isfinite(frame["ratio"]) & (frame["ratio"] > 0)]
     n = len(frame)
     if n == 0:
-        return {"speedup": float("nan"), "low": float("nan"), "high": float("nan"), "interval": "no pairs"}
-    if n < MIN_PAIRS_FOR_CI:
-        return {"speedup": float(frame["ratio"].median()), "low": float(frame["ratio"].min()),
-                "high": float(frame["ratio"].max()), "interval": f"range of {n} pairs (too few for a CI)"}
+        return {"speedup": float("nan"), "low": float("nan"), "high": float("nan"), "interval": "no pairs",
+                "log_se": float("nan")}
     groups = [g.to_numpy() for _, g in frame.groupby("prompt")["ratio"]]
     logs = np.log([np.median(g) for g in groups])
+    # The standard error of the log speedup: over prompts where there are enough, else over pairs (NaN for 1 pair).
+    log_se = float(logs.std(ddof=1) / np.sqrt(len(logs)) if len(groups) >= MIN_PROMPTS_FOR_PROMPT_CI
+                   else np.log(frame["ratio"]).std(ddof=1) / np.sqrt(n) if n > 1 else float("nan"))
+    if n < MIN_PAIRS_FOR_CI:
+        return {"speedup": float(frame["ratio"].median()), "low": float(frame["ratio"].min()),
+                "high": float(frame["ratio"].max()), "interval": f"range of {n} pairs (too few for a CI)",
+                "log_se": log_se}
     estimate = float(np.exp(logs.mean()))
     if len(groups) >= MIN_PROMPTS_FOR_PROMPT_CI:
         from scipy.stats import t
 
-        half = t.ppf(0.975, len(logs) - 1) * logs.std(ddof=1) / np.sqrt(len(logs))
+        half = t.ppf(0.975, len(logs) - 1) * log_se
         return {"speedup": estimate, "low": float(np.exp(logs.mean() - half)),
-                "high": float(np.exp(logs.mean() + half)), "interval": f"95% CI over {len(logs)} prompts"}
+                "high": float(np.exp(logs.mean() + half)), "interval": f"95% CI over {len(logs)} prompts",
+                "log_se": log_se}
     rng = np.random.default_rng(seed)
     stats = [np.exp(np.mean([np.log(np.median(rng.choice(g, len(g)))) for g in groups])) for _ in range(2000)]
     return {"speedup": estimate, "low": float(np.percentile(stats, 2.5)), "high": float(np.percentile(stats, 97.5)),
-            "interval": f"95% CI over repetitions, for these {len(groups)} prompt(s)"}
+            "interval": f"95% CI over repetitions, for these {len(groups)} prompt(s)", "log_se": log_se}
 
 
 def verdict(row) -> str:
@@ -185,6 +215,20 @@ def verdict(row) -> str:
     if row["speedup_ci_low"] > 1:
         return "PAID"
     return "LOST" if row["speedup_ci_high"] < 1 else "no clear effect"
+
+
+MIN_PROMPTS_FOR_VERDICT = 5  # a category's PAID / LOST needs an interval over at least this many prompts
+
+
+def category_verdict(row) -> str:
+    """A verdict about a category (structured, creative, ...): PAID / LOST / no clear effect only from a 95% CI
+    over at least ``MIN_PROMPTS_FOR_VERDICT`` prompts; otherwise the measured interval, labelled for its prompts."""
+    label = str(row["interval"])
+    over = label.removeprefix("95% CI over ").split(" ")[0]
+    if over.isdigit() and int(over) >= MIN_PROMPTS_FOR_VERDICT and label.endswith("prompts"):
+        return "PAID" if row["speedup_ci_low"] > 1 else "LOST" if row["speedup_ci_high"] < 1 else "no clear effect"
+    return (f"no category verdict: [{row['speedup_ci_low']:.2f}, {row['speedup_ci_high']:.2f}] is a {label} "
+            f"(a category needs an interval over {MIN_PROMPTS_FOR_VERDICT}+ prompts)")
 
 
 def summarize(runs: pd.DataFrame, baseline_arm: str = "baseline") -> pd.DataFrame:
@@ -214,7 +258,10 @@ def summarize(runs: pd.DataFrame, baseline_arm: str = "baseline") -> pd.DataFram
         one_at_a_time = (group["batch"] == 1).all()
         # Each decode step emits 1 token plus those accepted in it; vLLM counts a draft only for steps that
         # proposed tokens (n-gram proposes none when it finds no match), so steps = decode tokens - accepted.
-        steps = (group["output_tokens"] - 1).sum() - accepted
+        decode_tokens = (group["output_tokens"] - 1).sum()
+        steps = decode_tokens - accepted
+        if "verify_steps" in group and group["verify_steps"].notna().all() and drafts:
+            steps = group["verify_steps"].sum()  # each request's own count (a last step may accept past max_tokens)
         c_eff = (effective_cost_ratio(group["decode_s"].sum(), steps, base_tpot, int(group["k"].iloc[0]))
                  if drafts and steps > 0 and one_at_a_time and base_tpot > 0 else float("nan"))
         positions = [p for p in per_run["run_per_position"] if len(p)] if "run_per_position" in per_run else []
@@ -238,9 +285,18 @@ def summarize(runs: pd.DataFrame, baseline_arm: str = "baseline") -> pd.DataFram
             "decode_speedup": decode["speedup"],
             "decode_ci_low": decode["low"],
             "decode_ci_high": decode["high"],
-            "tokens_per_verify_step": (group["output_tokens"] - 1).sum() / steps if drafts and steps > 0
-            and one_at_a_time else float("nan"),
+            "tokens_per_verify_step": decode_tokens / steps if drafts and steps > 0 else float("nan"),
             "c_eff": c_eff,
+            # What the speed model (helpers.speed_model) reads: the size of the point and its step times.
+            "log_se": interval["log_se"],
+            "prompts": group["prompt_index"].nunique(),
+            "prompt_tokens": float(group["prompt_tokens"].median()),
+            "output_tokens": float(group["output_tokens"].mean()),
+            "step_ms": 1000 * float(group["decode_s"].sum() / steps) if one_at_a_time and steps > 0 else float("nan"),
+            "draft_fraction": drafts / steps if drafts and steps > 0 else float("nan"),
+            "baseline_step_ms": 1000 * float(baseline["decode_s"].sum() / (baseline["output_tokens"] - 1).sum())
+            if len(baseline) and one_at_a_time else float("nan"),
+            "baseline_ttft_ms": 1000 * float(baseline["ttft_s"].median()) if len(baseline) else float("nan"),
         })
     return pd.DataFrame(out)
 

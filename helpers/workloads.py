@@ -25,16 +25,20 @@ def load_suite(path: Path = SUITE) -> pd.DataFrame:
     return frame
 
 
-def prompts(category: str, n: int | None = None, path: Path = SUITE) -> list[str]:
-    """The first ``n`` prompts of ``category`` (all when ``n`` is None), spread across its subcategories."""
+def ordered(category: str, path: Path = SUITE) -> pd.DataFrame:
+    """The suite's prompts of ``category``, round-robin over subcategories (suite order within each), so the first
+    n prompts of "structured" are JSON, SQL, code and extraction, not n JSON prompts."""
     if category not in (*CATEGORIES, LONG_CONTEXT):
         raise ValueError(f"unknown category {category!r}; choose one of {(*CATEGORIES, LONG_CONTEXT)}")
     frame = load_suite(path)
     chosen = frame[frame["category"] == category].copy()
-    # Round-robin over subcategories (suite order within each), so the first n prompts of "structured" are
-    # JSON, SQL, code and extraction, not n JSON prompts.
     chosen["turn"] = chosen.groupby("subcategory", sort=False).cumcount()
-    chosen = chosen.sort_values("turn", kind="stable")["prompt"].tolist()
+    return chosen.sort_values("turn", kind="stable").reset_index(drop=True)
+
+
+def prompts(category: str, n: int | None = None, path: Path = SUITE) -> list[str]:
+    """The first ``n`` prompts of ``category`` (all when ``n`` is None), spread across its subcategories."""
+    chosen = ordered(category, path)["prompt"].tolist()
     return chosen[:n] if n else chosen
 
 

@@ -15,7 +15,9 @@ META = {"hardware": "test", "profile": "cpu", "target": "t", "draft": "d", "k": 
 def batch_rows(n, arm, walls, tokens_each=10, accepted=0, drafts=0):
     method = "baseline" if arm == "baseline" else "draft_model"
     return [{**META, "method": method, "arm": arm, "concurrency": n, "repetition": rep, "prompt_index": i,
-             "output_tokens": tokens_each, "run_wall_s": wall, "tpot_s": 0.01, "run_drafts": drafts,
+             "prompt_tokens": 30, "output_tokens": tokens_each, "run_wall_s": wall, "tpot_s": 0.01,
+             "decode_s": wall - 0.2, "accepted": accepted / n, "verify_steps": tokens_each - 1 - accepted / n,
+             "run_drafts": drafts,
              "run_draft_tokens": 4 * drafts, "run_accepted": accepted}
             for rep, wall in enumerate(walls) for i in range(n)]
 
@@ -28,6 +30,11 @@ def test_throughput_summary_pairs_repetitions_and_counts_the_whole_batch():
     assert summary.loc["spec", "acceptance_rate"] == pytest.approx(12 / 32)
     assert summary.loc["spec", "mean_acceptance_length"] == pytest.approx(1 + 12 / 8)
     assert summary.loc["spec", "speedup_ci_low"] <= summary.loc["spec", "speedup"] <= summary.loc["spec", "speedup_ci_high"]
+    # Each request: 9 decode tokens, 1.5 accepted: 7.5 steps; its decode time over them, median over requests
+    assert summary.loc["spec", "request_tau"] == [pytest.approx(9 / 7.5)] * 4
+    assert summary.loc["spec", "step_ms"] == pytest.approx(1000 * (0.8 + 3.8) / 2 / 7.5)
+    assert summary.loc["spec", "baseline_step_ms"] == summary.loc["baseline", "step_ms"] == pytest.approx(
+        1000 * (1.8 + 3.8) / 2 / 9)
 
 
 def test_crossover_is_the_first_concurrency_whose_interval_loses():
@@ -107,3 +114,22 @@ def test_batching_headroom_reports_the_baselines_own_gain():
     assert "16 sequences cost 2.00x a step on one" in lines[-1] and "left much" in lines[-1]
     busy = summary.assign(tpot_ms=[50.0, 150.0, 500.0, 40.0])
     assert "far from free" in batching_headroom(busy, "spec")[-1]  # 10x for 16 sequences: more than half of 16
+
+
+def test_acceptance_per_prompt_does_not_depend_on_how_many_run_at_once(cpu_models):
+    """Issue item: the same prompts at every concurrency. At T = 0 each prompt's own acceptance (vLLM's per-request
+    counters) is the same whether its requests run one at a time, two at a time or all together."""
+    from helpers.engines import EngineSpec, shutdown_engine
+    from helpers.sweeps import acceptance
+    from helpers.timing import request_timing, run, sampling_params
+    from helpers.workloads import prompts
+
+    spec, messages = EngineSpec("cpu", "draft_model", k=4), prompts("structured", 4)
+    together = acceptance(spec, messages, 0.0, 32)
+    assert (together["draft_tokens"] > 0).all() and together["accepted"].sum() > 0
+    for concurrency in (1, 2):
+        result = run(spec, messages, sampling_params(0.0, 32), concurrency=concurrency)
+        accepted = [request_timing(o)["accepted"] for o in result["outputs"]]
+        assert sum(accepted) == result["counters"].accepted  # per request adds up to the engine's own counter
+        assert accepted == together["accepted"].tolist()
+    shutdown_engine()

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers.timing import request_timing, sampling_params, speedup_interval, summarize, verdict
+from helpers.timing import category_verdict, request_timing, sampling_params, speedup_interval, summarize, verdict
 
 
 def fake_output(tokens, arrival_latency, scheduled, first, last, prompt=10):
@@ -91,7 +91,7 @@ def test_invalid_sampling_is_refused():
 def _rows(arm, seconds, reps=2, prompts=3, **extra):
     return [{"hardware": "h", "profile": "p", "target": "t", "draft": "d", "method": "m", "k": 4,
              "temperature": 0.0, "repetitions": reps, "batch": 1, "arm": arm, "repetition": r,
-             "prompt_index": i, "output_tokens": 10, "e2e_s": seconds, "tpot_s": seconds / 10, "ttft_s": 0.01,
+             "prompt_index": i, "prompt_tokens": 20, "output_tokens": 10, "e2e_s": seconds, "tpot_s": seconds / 10, "ttft_s": 0.01,
              "decode_s": seconds - 0.01,
              "run_drafts": extra.get("drafts", 0), "run_draft_tokens": extra.get("tokens", 0),
              "run_accepted": extra.get("accepted", 0), "run_per_position": extra.get("per_pos", [])} for r in range(reps) for i in range(prompts)]
@@ -125,6 +125,10 @@ def test_decode_speedup_leaves_ttft_out_and_c_eff_is_recovered():
     assert s.loc["spec", "tokens_per_verify_step"] == pytest.approx(3.0)
     assert s.loc["spec", "c_eff"] == pytest.approx(0.25)
     assert np.isnan(s.loc["baseline", "c_eff"])
+    # The speed model's inputs: time per engine step of each arm, and of the baseline it was paired with
+    assert s.loc["spec", "step_ms"] == pytest.approx(200.0)
+    assert s.loc["spec", "baseline_step_ms"] == s.loc["baseline", "step_ms"] == pytest.approx(100.0)
+    assert s.loc["spec", "draft_fraction"] == pytest.approx(1.0)
 
 
 def test_steps_without_drafts_count_as_decode_steps():
@@ -138,6 +142,7 @@ def test_steps_without_drafts_count_as_decode_steps():
     assert s.loc["spec", "mean_acceptance_length"] == pytest.approx(5.0)  # per drafting step
     assert s.loc["spec", "tokens_per_verify_step"] == pytest.approx(2.0)  # per decode step: 40 / 20
     assert s.loc["spec", "c_eff"] == pytest.approx(0.05 / 4)
+    assert s.loc["spec", "draft_fraction"] == pytest.approx(5 / 20)  # the share of steps that verified a draft
 
 
 def test_warm_up_rounds_run_only_on_engines_that_have_not_run_that_kind_of_request(monkeypatch):
@@ -150,7 +155,7 @@ def test_warm_up_rounds_run_only_on_engines_that_have_not_run_that_kind_of_reque
     def get_engine(spec):
         return engines.setdefault(spec, SimpleNamespace())
 
-    def run(spec, prompts, params, batch=False):
+    def run(spec, prompts, params, concurrency=None):
         calls.append((spec.method, params.temperature))
         outputs = [fake_output(5, 0.1, 0, 0.1, 0.5) for _ in prompts]
         for output in outputs:
@@ -176,3 +181,10 @@ def test_warm_up_rounds_run_only_on_engines_that_have_not_run_that_kind_of_reque
     calls.clear()
     timing.paired_runs(base, [arm], ["a"], repetitions=1)
     assert calls == [("draft_model", 0.0), ("draft_model", 0.0), ("baseline", 0.0)]  # round 2 rotates the order
+
+
+def test_a_category_verdict_needs_an_interval_over_five_prompts():
+    row = {"speedup_ci_low": 1.1, "speedup_ci_high": 1.3, "repetitions": 3}
+    assert category_verdict({**row, "interval": "95% CI over 8 prompts"}) == "PAID"
+    assert category_verdict({**row, "interval": "95% CI over 4 prompts"}).startswith("no category verdict: [1.10, 1.30]")
+    assert "for these 2 prompt(s)" in category_verdict({**row, "interval": "95% CI over repetitions, for these 2 prompt(s)"})

@@ -1,0 +1,389 @@
+"""A speed model of speculative decoding, fitted to the kit's own measurements (notebooks 04, 05 and 06).
+
+A request that writes L tokens takes L - 1 decode steps without speculation and (L - 1) / tau with it, tau being
+its tokens per decode step (1 + the draft tokens it accepted per step, measured by vLLM per request). What a step
+costs is linear in what it computes:
+
+    t_T(N, ctx) = a_T + b_T N + e_T N ctx    the target scoring N tokens in one pass, each after ctx tokens
+    t_D(N, ctx) = a_D + b_D N + e_D N ctx    the draft model, the same (measured serving the draft alone)
+    draft-model step, n sequences:  t_T(n (k + 1), ctx) + k (t_D(n, ctx) + x_D) + o_D
+    n-gram step, n sequences:       t_T(n, ctx) + f (t_T(n (k + 1), ctx) - t_T(n, ctx)) + o_N
+
+(f: the share of steps that proposed a draft; n-gram proposes none where it finds no match). Divided by a plain
+decode step t_T(n, ctx), a step costs R = 1 + k c_draft(n) + verify(n, k) + overhead(n): the draft's k passes, the
+target scoring k + 1 tokens per sequence instead of 1, and the engine's own per-step work (:func:`cost_terms`).
+Prefill: TTFT(P) = q0 + q1 P + q2 P^2 for P prompt tokens in one step; a draft model adds u0 + u1 P (it prefills
+too), n-gram u_N.
+
+Both parts are fitted by least squares on relative errors to the step times and TTFTs of the *fit* split
+(:func:`in_fit`, fixed before fitting); their covariance gives the model's own uncertainty. Every other measured
+point is held out: :func:`held_out` predicts its speedup from its own acceptance and the fitted costs, and says
+whether the measurement falls inside the 95% prediction interval (model uncertainty, acceptance noise and the
+measurement's own standard error together).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+STEP_PARAMS = ("a_T", "b_T", "e_T", "a_D", "b_D", "e_D", "x_D", "o_D", "o_N")
+TTFT_PARAMS = ("q0", "q1", "q2", "u0", "u1", "u_N")
+SPECULATIVE = ("draft_model", "ngram")
+DRAWS = 400  # parameter draws for the model's uncertainty
+SPLIT_RULE = ("fit: 04's k sweep at its shortest and longest k (T = 0, both categories); 05 at its shortest and "
+              "longest prompt length; 06 at its smallest and largest concurrency. Held out: every other "
+              "speculative point of 04, 05 and 06 (04 at the profile's k and the k between, every temperature; "
+              "05's middle lengths; 06's middle concurrencies).")
+
+
+# ---- the split ---------------------------------------------------------------------------------------------------
+
+def points(grid: pd.DataFrame | None, long: pd.DataFrame | None, batch: pd.DataFrame | None) -> pd.DataFrame:
+    """One row per measured arm of 04, 05 and 06 with what the model reads: source, point, method, k, n (concurrent
+    sequences), prompt and output tokens, ctx (mean context during decode), step times (arm and its baseline),
+    TTFTs, f, tau, measured speedup and its log standard error; and ``fit`` (:func:`in_fit`)."""
+    frames = []
+    if grid is not None and len(grid):
+        g = grid[grid["method"] != "baseline"].assign(source="04", n=1)
+        g["point"] = "04 " + g["category"] + " T=" + g["temperature"].map("{:g}".format) + " " + g["arm"]
+        frames.append(g)
+    if long is not None and len(long):
+        long_arms = long[long["arm"] != "baseline"].assign(source="05", n=1)
+        long_arms["point"] = "05 " + long_arms["arm"] + " at " + long_arms["prompt_length"].astype(str) + " tokens"
+        frames.append(long_arms)
+    if batch is not None and len(batch):
+        b = batch[batch["arm"] != "baseline"].assign(source="06")
+        b["n"] = b["concurrency"]
+        b["point"] = "06 " + b["arm"] + " n=" + b["n"].astype(str)
+        frames.append(b)
+    columns = ["source", "point", "method", "k", "temperature", "n", "prompt_tokens", "output_tokens", "step_ms",
+               "baseline_step_ms", "ttft_ms", "baseline_ttft_ms", "draft_fraction", "tokens_per_verify_step",
+               "speedup", "speedup_ci_low", "speedup_ci_high", "log_se", "interval", "prompts", "category",
+               "prompt_length", "request_tau"]
+    out = pd.concat([f.reindex(columns=columns) for f in frames], ignore_index=True)
+    out["ctx"] = out["prompt_tokens"] + out["output_tokens"] / 2
+    out["fit"] = in_fit(out)
+    return out
+
+
+def in_fit(p: pd.DataFrame) -> pd.Series:
+    """The fit split (:data:`SPLIT_RULE`), decided from the design of each notebook's sweep, not from its results."""
+    fit = pd.Series(False, index=p.index)
+    g = p["source"] == "04"
+    if g.any():
+        ks = p.loc[g & (p["method"] == "draft_model"), "k"]
+        fit |= g & (p["temperature"] == 0) & p["k"].isin([ks.min(), ks.max()]) & (ks.min() < ks.max())
+    for source, column in (("05", "prompt_length"), ("06", "n")):
+        s = p["source"] == source
+        if s.any():
+            values = p.loc[s, column]
+            fit |= s & p[column].isin([values.min(), values.max()])
+    return fit
+
+
+# ---- costs -------------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Costs:
+    """Step and prefill costs: fitted parameters (seconds) and their covariance."""
+    step: np.ndarray
+    step_cov: np.ndarray
+    ttft: np.ndarray
+    ttft_cov: np.ndarray
+    label: str = "fitted to this kit's measurements"
+
+    def draws(self, n: int = DRAWS, seed: int = 0) -> list[Costs]:
+        rng = np.random.default_rng(seed)
+        steps = rng.multivariate_normal(self.step, self.step_cov, n, method="svd")
+        ttfts = rng.multivariate_normal(self.ttft, self.ttft_cov, n, method="svd")
+        return [Costs(s, self.step_cov, t, self.ttft_cov, self.label) for s, t in zip(steps, ttfts)]
+
+    def target(self, tokens, ctx):
+        a, b, e = self.step[:3]
+        return a + b * tokens + e * tokens * ctx
+
+    def draft(self, tokens, ctx):
+        a, b, e = self.step[3:6]
+        return a + b * tokens + e * tokens * ctx
+
+    def step_s(self, method: str, n: int, k: int, ctx: float, f: float = 1.0) -> float:
+        """One decode step of ``n`` sequences: plain (``baseline``), or verifying k drafted tokens."""
+        base = self.target(n, ctx)
+        if method == "baseline":
+            return base
+        verify = self.target(n * (k + 1), ctx)
+        if method == "draft_model":
+            return verify + k * (self.draft(n, ctx) + self.step[6]) + self.step[7]
+        if method == "ngram":
+            return base + f * (verify - base) + self.step[8]
+        raise ValueError(f"no cost model for method {method!r}")
+
+    def ttft_s(self, method: str, prompt_tokens: float) -> float:
+        q0, q1, q2, u0, u1, u_n = self.ttft
+        base = q0 + q1 * prompt_tokens + q2 * prompt_tokens ** 2
+        return base + {"baseline": 0.0, "draft_model": u0 + u1 * prompt_tokens, "ngram": u_n}[method]
+
+
+def _design(method: str, n, k, ctx, f) -> list[float]:
+    if method == "baseline":
+        return [1, n, n * ctx, 0, 0, 0, 0, 0, 0]
+    if method == "draft_alone":
+        return [0, 0, 0, 1, n, n * ctx, 0, 0, 0]
+    if method == "draft_model":
+        t = n * (k + 1)
+        return [1, t, t * ctx, k, k * n, k * n * ctx, k, 1, 0]
+    if method == "ngram":
+        t = n * (1 + f * k)
+        return [1, t, t * ctx, 0, 0, 0, 0, 0, 1]
+    raise ValueError(method)
+
+
+def _ttft_design(method: str, p: float) -> list[float]:
+    return [1, p, p * p, *{"baseline": (0, 0, 0), "draft_model": (1, p, 0), "ngram": (0, 0, 1),
+                           "draft_alone": None}[method]]
+
+
+def _wls(rows: list[list[float]], y: list[float], names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Least squares on relative errors, every parameter a time and so >= 0; covariance from the residuals over the
+    parameters off that bound. A parameter the data cannot identify (no row informs it) is 0 with 0 variance."""
+    from scipy.optimize import lsq_linear
+
+    x, y = np.asarray(rows, float), np.asarray(y, float)
+    used = np.abs(x).sum(axis=0) > 0
+    xw, yw = x[:, used] / y[:, None], np.ones_like(y)
+    theta_used = lsq_linear(xw, yw, bounds=(0, np.inf)).x
+    free = theta_used > 0
+    dof = max(len(y) - free.sum(), 1)
+    sigma2 = float(((yw - xw @ theta_used) ** 2).sum() / dof)
+    cov_used = np.zeros((used.sum(), used.sum()))
+    cov_used[np.ix_(free, free)] = sigma2 * np.linalg.pinv(xw[:, free].T @ xw[:, free])
+    theta, cov = np.zeros(len(names)), np.zeros((len(names), len(names)))
+    theta[used] = theta_used
+    cov[np.ix_(used, used)] = cov_used
+    return theta, cov
+
+
+def step_observations(p: pd.DataFrame) -> pd.DataFrame:
+    """Step times of the fit split: each arm's, and the baseline's it was paired with (same n and ctx)."""
+    rows = []
+    for _, r in p[p["fit"]].iterrows():
+        f = r["draft_fraction"] if r["method"] == "ngram" else 1.0
+        if r["step_ms"] == r["step_ms"]:
+            rows.append({"method": r["method"], "n": r["n"], "k": r["k"], "ctx": r["ctx"], "f": f,
+                         "step_s": r["step_ms"] / 1000, "point": r["point"]})
+        if r["baseline_step_ms"] == r["baseline_step_ms"]:
+            rows.append({"method": "baseline", "n": r["n"], "k": 0, "ctx": r["ctx"], "f": 0.0,
+                         "step_s": r["baseline_step_ms"] / 1000, "point": r["point"]})
+    return pd.DataFrame(rows)
+
+
+def fit(p: pd.DataFrame) -> Costs:
+    """Fit step and prefill costs to the fit split of :func:`points`."""
+    obs = step_observations(p)
+    obs = obs[np.isfinite(obs["step_s"]) & np.isfinite(obs["f"].astype(float))]
+    step, step_cov = _wls([_design(m, n, k, c, f) for m, n, k, c, f in
+                           obs[["method", "n", "k", "ctx", "f"]].itertuples(index=False)],
+                          obs["step_s"].tolist(), STEP_PARAMS)
+    ttft_rows, ttft_y = [], []
+    one = p[p["fit"] & (p["n"] == 1)]
+    for _, r in one.iterrows():
+        if r["method"] in SPECULATIVE and r["ttft_ms"] == r["ttft_ms"]:
+            ttft_rows.append(_ttft_design(r["method"], r["prompt_tokens"]))
+            ttft_y.append(r["ttft_ms"] / 1000)
+        if r["baseline_ttft_ms"] == r["baseline_ttft_ms"]:
+            ttft_rows.append(_ttft_design("baseline", r["prompt_tokens"]))
+            ttft_y.append(r["baseline_ttft_ms"] / 1000)
+    ttft, ttft_cov = _wls(ttft_rows, ttft_y, TTFT_PARAMS)
+    return Costs(step, step_cov, ttft, ttft_cov)
+
+
+# ---- predictions -------------------------------------------------------------------------------------------------
+
+def _wave_decode_s(costs: Costs, method: str, k: int, taus: Sequence[float], decode_tokens: float, ctx: float,
+                   f: float) -> float:
+    """Decode time of requests submitted together: each needs decode_tokens / tau steps; as requests finish the
+    batch shrinks, so each stretch is timed at the number of sequences still running."""
+    if method == "baseline":
+        return decode_tokens * costs.step_s("baseline", len(taus), k, ctx)
+    steps = np.sort(decode_tokens / np.asarray(taus, float))
+    total, done = 0.0, 0.0
+    for i, s in enumerate(steps):
+        total += (s - done) * costs.step_s(method, len(steps) - i, k, ctx, f)
+        done = s
+    return total
+
+
+def _speedup(costs: Costs, method: str, k: int, n: int, taus: Sequence[float], prompt_tokens: float,
+             output_tokens: float, f: float) -> float:
+    """Predicted speedup: one request at a time (n = 1), the geometric mean over requests of per-request latency
+    ratios; n > 1, the ratio of total times of the requests served in waves of n (throughput)."""
+    decode_tokens, ctx = output_tokens - 1, prompt_tokens + output_tokens / 2
+    if n == 1:
+        base = costs.ttft_s("baseline", prompt_tokens) + _wave_decode_s(costs, "baseline", k, [1], decode_tokens,
+                                                                         ctx, f)
+        ratios = [base / (costs.ttft_s(method, prompt_tokens) + _wave_decode_s(costs, method, k, [t], decode_tokens,
+                                                                               ctx, f)) for t in taus]
+        return float(np.exp(np.mean(np.log(ratios))))
+    base = spec = 0.0
+    for i in range(0, len(taus), n):
+        wave = list(taus[i:i + n])
+        base += costs.ttft_s("baseline", prompt_tokens * len(wave)) + _wave_decode_s(
+            costs, "baseline", k, wave, decode_tokens, ctx, f)
+        spec += costs.ttft_s(method, prompt_tokens * len(wave)) + _wave_decode_s(
+            costs, method, k, wave, decode_tokens, ctx, f)
+    return base / spec
+
+
+def predict(costs: Costs, method: str, k: int, n: int, taus: Sequence[float], prompt_tokens: float,
+            output_tokens: float, f: float = 1.0, draws: list[Costs] | None = None) -> dict[str, float]:
+    """Predicted speedup for requests with tokens per decode step ``taus`` and the model's own log standard error
+    (over parameter draws)."""
+    estimate = _speedup(costs, method, k, n, taus, prompt_tokens, output_tokens, f)
+    sampled = [_speedup(d, method, k, n, taus, prompt_tokens, output_tokens, f) for d in (draws or [])]
+    sampled = np.log([s for s in sampled if s > 0])
+    return {"speedup": estimate, "model_se": float(sampled.std()) if len(sampled) > 1 else 0.0}
+
+
+def cost_terms(costs: Costs, k: int, ctx: float, sizes: Sequence[int]) -> pd.DataFrame:
+    """The step-cost ratio of a draft-model step split into its terms, per number of concurrent sequences."""
+    rows = []
+    for n in sizes:
+        base = costs.target(n, ctx)
+        rows.append({"n": n, "target_step_ms": 1000 * base,
+                     "k_c_draft": k * (costs.draft(n, ctx) + costs.step[6]) / base,
+                     "verify_extra": (costs.target(n * (k + 1), ctx) - base) / base,
+                     "overhead": costs.step[7] / base,
+                     "step_cost_ratio": costs.step_s("draft_model", n, k, ctx) / base})
+    return pd.DataFrame(rows)
+
+
+def _point_taus(r: pd.Series, acceptance: pd.DataFrame | None) -> tuple[list[float], float, str]:
+    """Per-request tau of a point, the log standard error it adds (sampling noise of acceptance at T > 0), and where
+    it came from: 04's untimed acceptance runs for its timed prompts, else the point's own counters."""
+    if acceptance is not None and r["source"] == "04":
+        rows = acceptance[(acceptance["category"] == r["category"]) & (acceptance["method"] == r["method"])
+                          & (acceptance["k"] == r["k"]) & (acceptance["temperature"] == r["temperature"])]
+        if r["prompts"] == r["prompts"]:
+            rows = rows[rows["prompt_index"] < r["prompts"]]  # the timed prompts are the category's first ones
+        if len(rows):
+            taus = rows["tau"].dropna().tolist()
+            se = float(np.sqrt((rows["tau_se"] ** 2 / rows["tau"] ** 2).sum()) / len(rows)) \
+                if "tau_se" in rows and r["temperature"] > 0 else 0.0
+            return taus, se, "04's batched acceptance run"
+    tau = r["request_tau"]
+    if isinstance(tau, str):
+        tau = [float(x) for x in tau.strip("[]").split(",") if x.strip()]
+    if isinstance(tau, list) and tau:
+        return tau, 0.0, "the point's own per-request counters"
+    return [float(r["tokens_per_verify_step"])], 0.0, "the point's own counters"
+
+
+HELD_OUT_COLUMNS = ["point", "predicted", "low", "high", "measured", "measured_low", "measured_high",
+                    "measured_interval", "inside", "acceptance_from", "model_se", "measurement_se", "acceptance_se"]
+
+
+def held_out(p: pd.DataFrame, costs: Costs, acceptance: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Every held-out speculative point: predicted speedup with its 95% prediction interval for the measurement
+    (model, acceptance and the measurement's own standard error), the measured speedup and interval, and whether
+    the measurement falls inside."""
+    from scipy.stats import t
+
+    draws = costs.draws()
+    rows = []
+    for _, r in p[~p["fit"] & p["method"].isin(SPECULATIVE)].iterrows():
+        taus, tau_se, tau_from = _point_taus(r, acceptance)
+        f = r["draft_fraction"] if r["method"] == "ngram" and r["draft_fraction"] == r["draft_fraction"] else 1.0
+        prediction = predict(costs, r["method"], int(r["k"]), int(r["n"]), taus, r["prompt_tokens"],
+                             r["output_tokens"], f, draws)
+        meas_se = r["log_se"] if r["log_se"] == r["log_se"] else 0.0
+        prompts = int(r["prompts"]) if r["prompts"] == r["prompts"] else 3
+        dof = max(prompts - 1, 1) if str(r["interval"]).startswith("95% CI over") else 2
+        half = np.sqrt((1.96 * prediction["model_se"]) ** 2 + (1.96 * tau_se) ** 2 + (t.ppf(0.975, dof) * meas_se) ** 2)
+        low, high = prediction["speedup"] * np.exp(-half), prediction["speedup"] * np.exp(half)
+        rows.append({"point": r["point"], "predicted": prediction["speedup"], "low": low, "high": high,
+                     "measured": r["speedup"], "measured_low": r["speedup_ci_low"],
+                     "measured_high": r["speedup_ci_high"], "measured_interval": r["interval"],
+                     "inside": bool(low <= r["speedup"] <= high), "acceptance_from": tau_from,
+                     "model_se": prediction["model_se"], "measurement_se": meas_se, "acceptance_se": tau_se})
+    return pd.DataFrame(rows, columns=HELD_OUT_COLUMNS)
+
+
+def coverage(table: pd.DataFrame) -> dict[str, float]:
+    """Share of held-out measurements inside their 95% intervals, and the intervals' median width (high / low)."""
+    return {"points": len(table), "inside": float(table["inside"].mean()) if len(table) else float("nan"),
+            "median_width": float((table["high"] / table["low"]).median()) if len(table) else float("nan")}
+
+
+# ---- saved form --------------------------------------------------------------------------------------------------
+
+def to_frame(costs: Costs) -> pd.DataFrame:
+    """The fitted parameters with standard errors and covariances, one row per parameter (for the reference)."""
+    rows = []
+    for group, names, values, cov in (("step", STEP_PARAMS, costs.step, costs.step_cov),
+                                      ("ttft", TTFT_PARAMS, costs.ttft, costs.ttft_cov)):
+        for i, name in enumerate(names):
+            rows.append({"group": group, "parameter": name, "value": values[i], "se": float(np.sqrt(cov[i, i])),
+                         "covariance": [float(x) for x in cov[i]], "split": SPLIT_RULE})
+    return pd.DataFrame(rows)
+
+
+def from_frame(frame: pd.DataFrame) -> Costs:
+    def block(group):
+        rows = frame[frame["group"] == group]
+        cov = [x if isinstance(x, list) else [float(v) for v in str(x).strip("[]").split(",")]
+               for x in rows["covariance"]]
+        return rows["value"].to_numpy(float), np.asarray(cov, float)
+
+    step, step_cov = block("step")
+    ttft, ttft_cov = block("ttft")
+    return Costs(step, step_cov, ttft, ttft_cov)
+
+
+def category_prediction(costs: Costs, per_prompt: pd.DataFrame, n: int = 1, prompt_tokens: float | None = None,
+                        output_tokens: float | None = None, draws: list[Costs] | None = None) -> dict:
+    """Predicted speedup of one (category, temperature, method, k) from each prompt's measured tokens per decode
+    step (``per_prompt``: rows of :func:`helpers.sweeps.acceptance`): the geometric mean over the prompts, with a
+    95% interval that joins the spread over prompts (t, the prompts being the sample) and the model's uncertainty.
+    Prompt and answer length default to each prompt's own."""
+    from scipy.stats import t
+
+    rows = per_prompt.dropna(subset=["tau"])
+    if rows.empty:
+        raise ValueError("no prompt with a measured acceptance")
+    method, k = rows["method"].iloc[0], int(rows["k"].iloc[0])
+    f = float(rows["drafted_steps"].sum() / rows["verify_steps"].sum()) if method == "ngram" else 1.0
+    draws = costs.draws() if draws is None else draws
+
+    def each(c: Costs) -> np.ndarray:
+        return np.log([_speedup(c, method, k, 1, [r.tau] * n, prompt_tokens or r.prompt_tokens,
+                                output_tokens or r.output_tokens, f) for r in rows.itertuples()])
+
+    logs = each(costs)
+    model_se = float(np.std([each(d).mean() for d in draws])) if draws else 0.0
+    spread = t.ppf(0.975, len(logs) - 1) * logs.std(ddof=1) / np.sqrt(len(logs)) if len(logs) >= 3 else float("nan")
+    half = float(np.hypot(spread, 1.96 * model_se))
+    centre = float(np.exp(logs.mean()))
+    return {"speedup": centre, "low": centre * np.exp(-half), "high": centre * np.exp(half), "prompts": len(logs),
+            "interval": f"95% interval over {len(logs)} prompts and the model's uncertainty" if len(logs) >= 3
+            else f"no interval: {len(logs)} prompt(s)"}
+
+
+MODEL_FILE = "06_speed_model"
+
+
+def load_fitted(profile: str = "cpu") -> tuple[Costs, str] | None:
+    """The speed model fitted on this machine (notebook 06, ``build/results``), else the reference's; with a label
+    saying which; None when neither exists."""
+    from helpers import results
+
+    frame = results.load(MODEL_FILE)
+    if frame is not None:
+        return from_frame(frame), "fitted on this machine (notebook 06)"
+    frame = results.load_reference(MODEL_FILE, profile)
+    if frame is not None:
+        return from_frame(frame), results.reference_label(profile)
+    return None

@@ -1,0 +1,90 @@
+"""The speed model on measurements made by a known cost model: it recovers the costs, predicts the held-out points
+inside their intervals, and a wrong model misses them."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from helpers import speed_model
+from helpers.speed_model import Costs
+
+TRUE = Costs(step=np.array([0.030, 0.0012, 2e-6, 0.006, 0.0003, 4e-7, 0.0004, 0.002, 0.001]),
+             step_cov=np.zeros((9, 9)), ttft=np.array([0.05, 0.0009, 1e-7, 0.01, 0.0002, 0.002]),
+             ttft_cov=np.zeros((6, 6)))
+
+
+def _row(costs, rng, method, k, n, prompt_tokens, taus, noise=0.01, output_tokens=48, f=1.0, **extra):
+    ctx = prompt_tokens + output_tokens / 2
+    step = costs.step_s(method, n, k, ctx, f) if method != "draft_alone" else costs.draft(n, ctx)
+    speedup = speed_model._speedup(costs, method, k, n, taus, prompt_tokens, output_tokens, f) \
+        if method in speed_model.SPECULATIVE else float("nan")
+    jitter = lambda: float(np.exp(rng.normal(0, noise)))  # noqa: E731
+    measured = speedup * jitter()
+    return {"method": method, "k": k, "n": n, "prompt_tokens": prompt_tokens, "output_tokens": output_tokens,
+            "step_ms": 1000 * step * jitter(), "baseline_step_ms": 1000 * costs.step_s("baseline", n, k, ctx) * jitter(),
+            "ttft_ms": 1000 * (costs.ttft_s(method, prompt_tokens) if method != "draft_alone" else 0.01) * jitter(),
+            "baseline_ttft_ms": 1000 * costs.ttft_s("baseline", prompt_tokens) * jitter(),
+            "draft_fraction": f, "tokens_per_verify_step": float(np.mean(taus)), "speedup": measured,
+            "speedup_ci_low": measured * np.exp(-2 * noise), "speedup_ci_high": measured * np.exp(2 * noise),
+            "log_se": noise, "interval": "95% CI over 8 prompts", "prompts": 8, "request_tau": list(taus),
+            "temperature": 0.0, **extra}
+
+
+def measurements(costs=TRUE, noise=0.01, seed=0):
+    rng = np.random.default_rng(seed)
+    taus = list(rng.uniform(1.4, 2.8, 8))
+    grid = pd.DataFrame([_row(costs, rng, "draft_model", k, 1, 60, taus, noise, category=c, arm=f"draft k={k}")
+                         for c in ("structured", "creative") for k in (1, 2, 4, 8)]
+                        + [_row(costs, rng, "ngram", 4, 1, 60, taus, noise, f=0.5, category=c, arm="ngram k=4")
+                           for c in ("structured", "creative")])
+    long = pd.DataFrame([_row(costs, rng, m, 4, 1, p, taus, noise, f=0.5 if m == "ngram" else 1.0, prompt_length=p,
+                              arm=m) for p in (128, 400, 900, 2000) for m in ("draft_model", "ngram", "draft_alone")])
+    batch = pd.DataFrame([_row(costs, rng, m, 4, n, 60, taus, noise, f=0.5 if m == "ngram" else 1.0, concurrency=n,
+                               arm=m) for n in (1, 2, 4, 8) for m in ("draft_model", "ngram", "draft_alone")])
+    return speed_model.points(grid, long, batch)
+
+
+def test_the_split_is_fixed_by_design():
+    p = measurements()
+    fitted = set(p[p["fit"]]["point"])
+    assert "04 structured T=0 draft k=1" in fitted and "04 structured T=0 draft k=8" in fitted
+    assert "04 structured T=0 draft k=4" not in fitted and "06 draft_model n=2" not in fitted
+    assert {"05 draft_model at 128 tokens", "05 draft_model at 2000 tokens", "06 ngram n=8"} <= fitted
+
+
+def test_fit_recovers_the_costs_and_predicts_held_out_points():
+    p = measurements(noise=0.002)
+    costs = speed_model.fit(p)
+    terms_true = speed_model.cost_terms(TRUE, 4, 80, [1, 4, 8])
+    terms_fit = speed_model.cost_terms(costs, 4, 80, [1, 4, 8])
+    assert np.allclose(terms_fit["step_cost_ratio"], terms_true["step_cost_ratio"], rtol=0.03)
+    table = speed_model.held_out(p, costs)
+    assert len(table) == len(p[~p["fit"] & p["method"].isin(speed_model.SPECULATIVE)]) > 10
+    assert np.allclose(table["predicted"], table["measured"], rtol=0.03)
+    assert speed_model.coverage(table)["inside"] >= 0.85
+
+
+def test_a_wrong_cost_model_misses_the_held_out_points():
+    # Measured with a verify pass that costs 3x what the model is given: the predictions fall outside
+    p = measurements(noise=0.002)
+    wrong = Costs(TRUE.step * np.array([1, 3, 3, 1, 1, 1, 1, 1, 1]), np.zeros((9, 9)), TRUE.ttft, np.zeros((6, 6)))
+    table = speed_model.held_out(p, wrong)
+    assert speed_model.coverage(table)["inside"] < 0.3
+
+
+def test_a_wave_lasts_as_long_as_its_slowest_request():
+    flat = Costs(np.array([0.01, 0, 0, 0.001, 0, 0, 0, 0, 0]), np.zeros((9, 9)), np.zeros(6), np.zeros((6, 6)))
+    # step cost independent of n: two requests at tau 1 and 3 take as long as the tau-1 one alone
+    assert speed_model._wave_decode_s(flat, "draft_model", 1, [1.0, 3.0], 30, 50, 1.0) == pytest.approx(
+        speed_model._wave_decode_s(flat, "draft_model", 1, [1.0], 30, 50, 1.0))
+
+
+def test_saved_parameters_round_trip():
+    costs = speed_model.fit(measurements())
+    back = speed_model.from_frame(pd.read_csv(_save(costs)))
+    assert np.allclose(back.step, costs.step) and np.allclose(back.step_cov, costs.step_cov)
+
+
+def _save(costs, path="/tmp/specdec_speed_model_test.csv"):
+    speed_model.to_frame(costs).to_csv(path, index=False)
+    return path
