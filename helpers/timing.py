@@ -297,8 +297,18 @@ def summarize(runs: pd.DataFrame, baseline_arm: str = "baseline") -> pd.DataFram
             "baseline_step_ms": 1000 * float(baseline["decode_s"].sum() / (baseline["output_tokens"] - 1).sum())
             if len(baseline) and one_at_a_time else float("nan"),
             "baseline_ttft_ms": 1000 * float(baseline["ttft_s"].median()) if len(baseline) else float("nan"),
+            "request_tau": _request_tau(group) if drafts else [],
         })
     return pd.DataFrame(out)
+
+
+def _request_tau(group: pd.DataFrame) -> list[float]:
+    """Each prompt's tokens per decode step (its decode tokens over its decode steps, all repetitions), in prompt
+    order; empty where the engine kept no per-request counters."""
+    if "verify_steps" not in group or group["verify_steps"].isna().any():
+        return []
+    per_prompt = group.assign(decode=group["output_tokens"] - 1).groupby("prompt_index")[["decode", "verify_steps"]].sum()
+    return [round(float(x), 4) for x in per_prompt["decode"] / per_prompt["verify_steps"]]
 
 
 def cost_ratio(profile: str, draft: str | None = None, prompt: str = "Write a story about a lighthouse.",
