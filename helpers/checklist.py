@@ -1,24 +1,17 @@
-"""The decision checklist: answers about a workload -> a predicted speedup with a reason per answer.
+"""The decision checklist: answers about a workload -> a predicted speedup with an interval, a reason per answer,
+and a verdict worded as a prediction. The checklist is the speed model (``helpers.speed_model``):
 
-What is measured (notebooks 04-06, saved under ``build/results/``):
-- workload and temperature: each method's end-to-end and decode-only speedup at batch 1 on short prompts (04);
-- prompt length: time to first token and time per output token with and without each method, and its decode-only
-  speedup, at each measured prompt length, one request at a time (05);
-- concurrency: each method's throughput speedup with N requests at once, structured prompts at T=0 (06);
+- acceptance: each prompt's tokens per decode step, measured by notebook 04 on every prompt of the workload's
+  category (batched, per-request counters), at the nearest measured temperature; for long documents, 05's at the
+  nearest measured prompt length;
+- step and prefill costs: fitted by notebook 06 to the kit's own step times and TTFTs (and checked there on points
+  it was not fitted on) when the pair asked is the pair measured; for another pair (a GPU profile's), a cost model
+  of that GPU from the roofline (weights and KV bytes over bandwidth, flat until compute-bound), labelled
+  "predicted from the roofline, not measured": the CPU's batch curve is never carried to a GPU verdict;
+- one request: a latency speedup; several: a throughput speedup of that many requests at once;
+- every input outside what was measured (prompt length, answer length, concurrency, temperature) is flagged
+  "extrapolated";
 - VRAM headroom: :func:`helpers.vram.budget` for the pair, the card and the context × concurrency asked.
-
-What is assumed (each reason and the caveat say so):
-- one request at a time, the answer is a latency speedup: latency = TTFT + (output tokens - 1) × TPOT at the
-  prompt length (05), the speculative TPOT being the baseline's divided by D = 04's decode-only speedup for the
-  workload × 05's decode-only speedup at that length / 05's at its shortest. That prefill and decode add this way
-  and that 05's change with length carries over to every workload is assumed;
-- with more than one request, the answer is a throughput speedup: 06's at that concurrency × 04's speedup for the
-  workload over 04's for structured prompts at T=0. That the workload changes throughput as it changes latency at
-  batch 1 is assumed; prompt and answer length are not modelled there;
-- outside the measured prompt lengths or concurrencies the values are held at the nearest measured one
-  ("extrapolated");
-- the speedups are those of the measured profile's pair and hardware; the verdict names them, and says so when
-  the pair asked about for the VRAM check is another one.
 """
 
 from __future__ import annotations
@@ -28,14 +21,22 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from helpers import results, vram
+from helpers import results, speed_model, vram
 
-GAIN, LOSS = 1.05, 0.95  # a predicted speedup outside [LOSS, GAIN] counts as a gain or a loss
+GAIN, LOSS = 1.05, 0.95  # without an interval (fewer than 3 prompts) a point estimate outside these is called
+LONG_DOCUMENT = "long document (RAG)"  # the workload whose acceptance comes from 05's documents
+
+# Cards for the roofline cost model: memory (GB), bandwidth (bytes/s), dense bfloat16 tensor rate (FLOP/s).
+# RTX PRO 6000 Blackwell: 96 GB GDDR7 at 1,792 GB/s (NVIDIA); bf16 rate taken as its 4,000 TOPS (FP4, sparse)
+# / 8, an assumption. H100 SXM: 80 GB HBM3 at 3.35 TB/s, 989 TFLOPS dense bf16 (NVIDIA datasheet).
+GPUS = {"RTX PRO 6000 Blackwell (the talk's card class)": (96, 1.792e12, 5.0e14),
+        "H100 SXM": (80, 3.35e12, 9.89e14)}
+DEFAULT_GPU = next(iter(GPUS))
 
 
 @dataclass(frozen=True)
 class Answers:
-    workload: str  # a category measured in 04: "structured" or "creative"
+    workload: str  # a category measured in 04 ("structured", "creative") or LONG_DOCUMENT
     temperature: float
     prompt_tokens: int
     concurrency: int
@@ -45,6 +46,7 @@ class Answers:
     dtype: str = "bfloat16"
     output_tokens: int = 256
     utilization: float = 0.9
+    gpu: str = DEFAULT_GPU  # the card of the roofline cost model, for a pair the kit did not measure
 
 
 @dataclass(frozen=True)
@@ -61,10 +63,21 @@ class Source:
 
 @dataclass(frozen=True)
 class Measurements:
-    grid: pd.DataFrame  # 04 at one k: category, temperature, method, speedup and decode_speedup with CIs, acceptance
-    long_context: pd.DataFrame  # 05, baseline rows included: arm, vs, method, prompt_length, ttft_s, tpot_ms, decode_speedup
+    grid: pd.DataFrame  # 04 at one k: category, temperature, method, speedup with CIs, acceptance
+    long_context: pd.DataFrame  # 05, baseline rows included
     batch: pd.DataFrame  # 06: method, concurrency, (throughput) speedup
     source: Source
+    acceptance: pd.DataFrame | None = None  # 04 per prompt (helpers.sweeps.acceptance), at k
+    costs: speed_model.Costs | None = None  # fitted by notebook 06
+    k: int = 4
+
+    def workloads(self) -> list[str]:
+        found = sorted(set(self.acceptance["category"])) if self.acceptance is not None else []
+        has_long = "request_tau" in self.long_context and self.long_context["request_tau"].map(_taus).map(len).any()
+        return found + ([LONG_DOCUMENT] if has_long else [])
+
+    def methods(self) -> list[str]:
+        return sorted(set(self.acceptance["method"])) if self.acceptance is not None else []
 
 
 def _short(config: object) -> str:
@@ -72,86 +85,147 @@ def _short(config: object) -> str:
     return name.rstrip("/").split("/")[-1]
 
 
-def _grid_point(data: Measurements, workload: str, temperature: float, method: str) -> pd.Series:
-    grid = data.grid[(data.grid["method"] == method) & (data.grid["category"] == workload)]
-    if grid.empty:
-        raise ValueError(f"no measurement of {method} on {workload!r} prompts")
-    grid = grid[(grid["temperature"] - temperature).abs() == (grid["temperature"] - temperature).abs().min()]
-    if len(grid) > 1:
-        raise ValueError(f"{len(grid)} rows for {method} on {workload!r}; keep one k per method")
-    return grid.iloc[0]
+def _taus(value) -> list[float]:
+    if isinstance(value, str):
+        return [float(x) for x in value.strip("[]").split(",") if x.strip()]
+    return list(value) if isinstance(value, (list, tuple, np.ndarray)) else []
 
 
-def _at(curve: pd.Series, value: float, log: bool = False) -> float:
-    """``curve`` (indexed by the measured x) at ``value``, linear (in log x if ``log``) and flat outside."""
-    xs = curve.index.to_numpy(float)
-    if log:
-        xs, value = np.log(xs), np.log(value)
-    return float(np.interp(value, xs, curve.to_numpy(float)))
+def _measured_pair(answers: Answers, source: Source) -> bool:
+    return (_short(answers.target_config).lower() == source.target.lower()
+            and _short(answers.draft_config).lower() == source.draft.lower())
 
 
-def _span(measured, value: float, unit: str) -> str:
-    low, high = min(measured), max(measured)
-    if low <= value <= high:
-        return f"measured {low:g}-{high:g} {unit}"
-    nearest = low if value < low else high
-    return f"extrapolated: outside the measured {low:g}-{high:g} {unit}, held at the value measured at {nearest:g} {unit}"
+def _acceptance(answers: Answers, data: Measurements, method: str) -> tuple[pd.DataFrame, str, list[str]]:
+    """Per-prompt acceptance for the answers, the reason naming it, and the flags for what was not measured."""
+    flags = []
+    if answers.workload == LONG_DOCUMENT:
+        rows = data.long_context[data.long_context["method"] == method]
+        rows = rows[rows["request_tau"].map(_taus).map(len) > 0]
+        if rows.empty:
+            raise ValueError(f"no measurement of {method} on long documents (05)")
+        lengths = rows["prompt_tokens"].to_numpy(float)
+        row = rows.iloc[int(np.argmin(np.abs(np.log(lengths) - np.log(answers.prompt_tokens))))]
+        taus = _taus(row["request_tau"])
+        per_prompt = pd.DataFrame({"method": method, "k": int(row["k"]), "tau": taus, "prompt_tokens": row["prompt_tokens"],
+                                   "output_tokens": row["output_tokens"], "drafted_steps": row["draft_fraction"],
+                                   "verify_steps": 1.0})
+        if answers.temperature != 0:
+            flags.append(f"extrapolated: temperature {answers.temperature:g}; long documents were measured at T = 0")
+        return per_prompt, (f"{LONG_DOCUMENT}: {len(taus)} documents of {row['prompt_tokens']:.0f} tokens (05, the "
+                            f"measured length nearest {answers.prompt_tokens}), {np.mean(taus):.2f} tokens per decode "
+                            f"step, acceptance {row['acceptance_rate']:.0%}"), flags
+    if data.acceptance is None:
+        raise ValueError("no per-prompt acceptance (04): run notebook 04")
+    rows = data.acceptance[(data.acceptance["category"] == answers.workload) & (data.acceptance["method"] == method)]
+    if rows.empty:
+        raise ValueError(f"no measurement of {method} on {answers.workload!r} prompts (04)")
+    temps = np.array(sorted(rows["temperature"].unique()))
+    nearest = float(temps[np.argmin(np.abs(temps - answers.temperature))])
+    if nearest != answers.temperature:
+        inside = temps.min() <= answers.temperature <= temps.max()
+        flags.append(f"{'not measured' if inside else 'extrapolated'}: temperature {answers.temperature:g}; "
+                     f"acceptance taken at the nearest measured, {nearest:g} (measured: "
+                     + ", ".join(f"{t:g}" for t in temps) + ")")
+    rows = rows[rows["temperature"] == nearest]
+    rate = rows["accepted"].sum() / rows["draft_tokens"].sum() if rows["draft_tokens"].sum() else float("nan")
+    return rows, (f"{answers.workload} at T = {nearest:g}: {len(rows)} prompts, {rows['tau'].mean():.2f} tokens per "
+                  f"decode step on average, acceptance {rate:.0%} (04, every prompt of the category)"), flags
 
 
-def latency(answers: Answers, data: Measurements, method: str) -> dict:
-    """Predicted latency speedup of one request (concurrency 1): prefill and decode at the prompt length (05),
-    decode sped up by the workload's decode-only speedup (04) scaled by 05's change with length."""
-    point = _grid_point(data, answers.workload, answers.temperature, method)
-    arm = data.long_context[data.long_context["method"] == method]
-    base = data.long_context[(data.long_context["arm"] == "baseline") & data.long_context["vs"].isin(arm["vs"])]
-    if arm.empty or base.empty:
-        raise ValueError(f"no long-context measurement of {method} with its baseline (05)")
-    p, n = answers.prompt_tokens, answers.output_tokens - 1
+def _ranges(data: Measurements) -> dict[str, tuple[float, float]]:
+    frames = [f for f in (data.grid, data.long_context, data.batch) if f is not None and len(f)]
+    spec = pd.concat([f[~f["method"].isin(["baseline", "draft_alone"])] for f in frames], ignore_index=True)
+    out = {}
+    for column, name in (("prompt_tokens", "prompt tokens"), ("output_tokens", "answer tokens")):
+        if column in spec and spec[column].notna().any():
+            out[name] = (float(spec[column].min()), float(spec[column].max()))
+    if "concurrency" in data.batch and len(data.batch):
+        out["concurrent requests"] = (float(data.batch["concurrency"].min()), float(data.batch["concurrency"].max()))
+    return out
 
-    def at(frame: pd.DataFrame, column: str) -> float:
-        return _at(frame.groupby("prompt_length")[column].median(), p)
 
-    ttft_base, tpot_base, ttft_spec = 1000 * at(base, "ttft_s"), at(base, "tpot_ms"), 1000 * at(arm, "ttft_s")
-    decode_05 = arm.groupby("prompt_length")["decode_speedup"].median()
-    d04, d05 = float(point["decode_speedup"]), at(arm, "decode_speedup")
-    d = d04 * d05 / decode_05.iloc[0]
-    baseline, speculative = ttft_base + n * tpot_base, ttft_spec + n * tpot_base / d
+def _extrapolated(answers: Answers, data: Measurements) -> list[str]:
+    asked = {"prompt tokens": answers.prompt_tokens, "answer tokens": answers.output_tokens,
+             "concurrent requests": answers.concurrency}
+    return [f"extrapolated: {value:g} {name}, outside the measured {low:g}-{high:g}"
+            for name, (low, high) in _ranges(data).items() if not low <= (value := asked[name]) <= high]
+
+
+def roofline_costs(answers: Answers) -> speed_model.Costs:
+    """Step and prefill costs of the asked pair on ``answers.gpu`` from the roofline: a step reads every weight and
+    each sequence's KV cache once (bandwidth) or computes 2 x parameters FLOPs per token (tensor rate), whichever
+    is slower; prefill is compute-bound. No launch or synchronisation cost: a floor, not a measurement."""
+    _, bandwidth, flops = GPUS[answers.gpu]
+    target = vram.model_memory(answers.target_config, answers.dtype)
+    draft = vram.model_memory(answers.draft_config, answers.dtype)
+    return speed_model.RooflineCosts(target, draft, bandwidth, flops, f"predicted from the roofline of the "
+                                     f"{answers.gpu}, not measured")
+
+
+def measured_point(answers: Answers, data: Measurements, method: str) -> pd.Series | None:
+    """The kit's own measurement of these answers' conditions, where there is one: 04 (one request, the category
+    and temperature, a prompt no longer than twice 04's), 05 (one request, long documents, within 25% of a measured
+    length) or 06 (structured at T = 0, the same concurrency). Answer length is not matched."""
+    if answers.concurrency == 1 and answers.workload != LONG_DOCUMENT:
+        rows = data.grid[(data.grid["method"] == method) & (data.grid["category"] == answers.workload)
+                         & np.isclose(data.grid["temperature"], answers.temperature)]
+        if len(rows) and answers.prompt_tokens <= 2 * rows["prompt_tokens"].max():
+            return pd.concat([rows.iloc[0], pd.Series({"measured_in": "04"})])
+    if answers.concurrency == 1 and answers.workload == LONG_DOCUMENT:
+        rows = data.long_context[data.long_context["method"] == method]
+        near = rows[(rows["prompt_tokens"] - answers.prompt_tokens).abs() <= 0.25 * answers.prompt_tokens]
+        if len(near):
+            row = near.iloc[int((near["prompt_tokens"] - answers.prompt_tokens).abs().to_numpy().argmin())]
+            return pd.concat([row, pd.Series({"measured_in": "05"})])
+    if answers.concurrency > 1 and answers.workload == "structured" and answers.temperature == 0:
+        rows = data.batch[(data.batch["method"] == method) & (data.batch["concurrency"] == answers.concurrency)]
+        if len(rows):
+            return pd.concat([rows.iloc[0], pd.Series({"measured_in": "06"})])
+    return None
+
+
+def predict_option(answers: Answers, data: Measurements, method: str, draws: int = 60) -> dict:
+    """One method's predicted speedup for the answers, with its interval and reasons."""
+    per_prompt, acceptance_reason, flags = _acceptance(answers, data, method)
+    measured_pair = _measured_pair(answers, data.source)
+    if measured_pair:
+        if data.costs is None:
+            raise ValueError("no speed model fitted (notebook 06)")
+        costs, cost_reason = data.costs, f"step costs fitted to the kit's own step times ({data.source})"
+    else:
+        costs = roofline_costs(answers)
+        cost_reason = (f"step costs {costs.label}: the acceptance above is the kit's pair's, not "
+                       f"{_short(answers.target_config)} + {_short(answers.draft_config)}'s")
+    per_prompt = per_prompt.assign(method=method)
+    prediction = speed_model.category_prediction(costs, per_prompt, n=answers.concurrency,
+                                                 prompt_tokens=answers.prompt_tokens,
+                                                 output_tokens=answers.output_tokens,
+                                                 draws=costs.draws(draws) if measured_pair else [])
+    ctx = answers.prompt_tokens + answers.output_tokens / 2
+    f = float(per_prompt["drafted_steps"].sum() / per_prompt["verify_steps"].sum()) if method == "ngram" else 1.0
+    ratio = costs.step_s(method, answers.concurrency, data.k, ctx, f) / costs.step_s("baseline", answers.concurrency,
+                                                                                    data.k, ctx)
+    prefill = costs.ttft_s("baseline", answers.prompt_tokens)
+    base = prefill + (answers.output_tokens - 1) * costs.step_s("baseline", 1, data.k, ctx)
+    quantity = "latency" if answers.concurrency == 1 else "throughput"
     reasons = [
-        f"{answers.workload} at temperature {point['temperature']:g} (nearest measured), one request, short prompts: "
-        f"decode-only {d04:.2f}x [{point['decode_ci_low']:.2f}, {point['decode_ci_high']:.2f}], end-to-end "
-        f"{point['speedup']:.2f}x, draft acceptance {point['acceptance_rate']:.0%} (04)",
-        f"prompt of {p} tokens (05, {_span(decode_05.index, p, 'tokens')}): time to first token "
-        f"{ttft_base / 1000:.2f} s without, {ttft_spec / 1000:.2f} s with {method} (prefill is not sped up); "
-        f"decode-only {d05:.2f}x against {decode_05.iloc[0]:.2f}x at {decode_05.index[0]:g} tokens, so decode "
-        f"speedup D = {d04:.2f} × {d05:.2f} / {decode_05.iloc[0]:.2f} = {d:.2f}",
-        f"answer of {answers.output_tokens} tokens: TTFT + {n} × TPOT = {baseline / 1000:.2f} s without "
-        f"(TPOT {tpot_base:.1f} ms, prefill {ttft_base / baseline:.0%} of it), {speculative / 1000:.2f} s with "
-        f"(TPOT {tpot_base / d:.1f} ms): latency speedup {baseline / speculative:.2f}x",
+        "acceptance: " + acceptance_reason,
+        f"{cost_reason}: a {method} step at k = {data.k} costs {ratio:.2f} plain decode steps at "
+        f"{answers.concurrency} concurrent sequence(s) and {ctx:.0f} tokens of context",
+        f"prompt {answers.prompt_tokens} tokens, answer {answers.output_tokens} tokens: prefill is {prefill / base:.0%} "
+        "of one request's baseline time, and speculation does not speed it up",
+        f"predicted {prediction['speedup']:.2f}x [{prediction['low']:.2f}, {prediction['high']:.2f}] {quantity} "
+        f"({prediction['interval']})",
+        *flags, *_extrapolated(answers, data),
     ]
-    return {"method": method, "quantity": "latency", "speedup": baseline / speculative, "reasons": reasons}
-
-
-def throughput(answers: Answers, data: Measurements, method: str) -> dict:
-    """Predicted throughput speedup at ``answers.concurrency`` requests: 06's (structured, T=0), times 04's speedup
-    for the workload over 04's for structured prompts at T=0 (an assumption)."""
-    point = _grid_point(data, answers.workload, answers.temperature, method)
-    reference = _grid_point(data, "structured", 0.0, method)
-    batch = data.batch[data.batch["method"] == method]
-    if batch.empty:
-        raise ValueError(f"no throughput measurement of {method} (06)")
-    curve = batch.groupby("concurrency")["speedup"].median()
-    measured = _at(curve, answers.concurrency, log=True)
-    ratio = float(point["speedup"]) / float(reference["speedup"])
-    reasons = [
-        f"{answers.concurrency} concurrent requests: throughput {measured:.2f}x on structured prompts at T=0 "
-        f"(06, {_span(curve.index, answers.concurrency, 'requests')}; drafts compete with real tokens for compute)",
-        f"{answers.workload} at temperature {point['temperature']:g}: "
-        + ("the workload 06 measured, no scaling" if point.name == reference.name else
-           f"× {point['speedup']:.2f}x / {reference['speedup']:.2f}x = {ratio:.2f}, 04's batch-1 speedup for it over "
-           f"structured at T={reference['temperature']:g} (assumed: the workload changes throughput as it changes "
-           "latency at batch 1)") + "; prompt and answer length are not modelled at this concurrency",
-    ]
-    return {"method": method, "quantity": "throughput", "speedup": measured * ratio, "reasons": reasons}
+    point = measured_point(answers, data, method) if measured_pair else None
+    if point is not None:
+        reasons.append(f"measured beside it ({point['measured_in']}, {point.get('interval', 'interval')}): "
+                       f"{point['speedup']:.2f}x [{point['speedup_ci_low']:.2f}, {point['speedup_ci_high']:.2f}]")
+    return {"method": method, "quantity": quantity, "speedup": prediction["speedup"], "low": prediction["low"],
+            "high": prediction["high"], "reasons": reasons, "measured_pair": measured_pair, "measured": point,
+            "extrapolated": [r for r in reasons if r.startswith(("extrapolated", "not measured"))]}
 
 
 def vram_check(answers: Answers, method: str) -> dict:
@@ -176,12 +250,14 @@ def vram_check(answers: Answers, method: str) -> dict:
 
 
 def recommend(answers: Answers, data: Measurements) -> dict:
-    """Per measured method: predicted latency (one request) or throughput (several) speedup, VRAM fit and reasons;
-    and the overall verdict, which names the quantity and where the speedups were measured."""
-    predict = latency if answers.concurrency == 1 else throughput
+    """Per measured method: the predicted latency (one request) or throughput (several) speedup with its interval,
+    the VRAM fit and the reasons; and the verdict, worded as a prediction: "turn on" only when the best option's
+    whole interval is above 1, "leave it off" when every option's is below 1, otherwise "no clear gain"."""
+    if answers.workload not in data.workloads():
+        raise ValueError(f"no measurement of {answers.workload!r}; measured: {', '.join(data.workloads())}")
     options = []
-    for method in sorted(set(data.grid["method"])):
-        prediction = predict(answers, data, method)
+    for method in data.methods():
+        prediction = predict_option(answers, data, method)
         memory = vram_check(answers, method)
         prediction["reasons"].append(memory["reason"])
         prediction["fits"] = memory["fits"]
@@ -190,36 +266,47 @@ def recommend(answers: Answers, data: Measurements) -> dict:
     best = max(usable, key=lambda o: o["speedup"]) if usable else None
     what = ("latency speedup of one request" if answers.concurrency == 1
             else f"throughput speedup at {answers.concurrency} concurrent requests")
-    source = data.source
     pair = f"{_short(answers.target_config)} + {_short(answers.draft_config)}"
-    measured_pair = (_short(answers.target_config).lower() == source.target.lower()
-                     and _short(answers.draft_config).lower() == source.draft.lower())
-    where = f" (speedups measured on {source}{'' if measured_pair else f'; not on {pair}'})"
+    if best is not None and not best["measured_pair"]:
+        where = (f" (costs from the roofline of the {answers.gpu}, not measured; acceptance measured on "
+                 f"{data.source}, not on {pair})")
+    else:
+        where = f" (speedups predicted from measurements on {data.source})"
+
+    def stated(o: dict) -> str:
+        interval = f" [{o['low']:.2f}, {o['high']:.2f}]" if o["low"] == o["low"] else " (no interval)"
+        return f"{o['speedup']:.2f}x{interval}"
+
     if best is None:
         verdict = "leave it off: no speculative configuration fits in memory at this concurrency"
+    elif best["low"] == best["low"]:
+        if best["low"] > 1:
+            verdict = f"turn on {best['method']}: predicted {stated(best)} {what}{where}"
+        elif all(o["high"] < 1 for o in usable):
+            verdict = f"leave it off: every option is predicted to lose; the best, {best['method']}, {stated(best)} {what}{where}"
+        else:
+            verdict = f"no clear gain: the best option ({best['method']}) is predicted at {stated(best)} {what}{where}"
     elif best["speedup"] >= GAIN:
-        verdict = f"turn on {best['method']}: predicted {best['speedup']:.2f}x {what}{where}"
+        verdict = f"turn on {best['method']}: predicted {stated(best)} {what}{where}"
     elif best["speedup"] <= LOSS:
-        verdict = f"leave it off: the best option ({best['method']}) is predicted at {best['speedup']:.2f}x {what}{where}"
+        verdict = f"leave it off: the best option ({best['method']}) is predicted at {stated(best)} {what}{where}"
     else:
-        verdict = f"no clear gain: the best option ({best['method']}) is predicted at {best['speedup']:.2f}x {what}{where}"
-    caveat = ("Latency: prefill and decode times measured at the prompt length (05), decode sped up by the "
-              "workload's decode-only speedup (04) scaled by 05's change with length; that they combine so is "
-              "assumed, not measured." if answers.concurrency == 1 else
-              "Throughput: measured on structured prompts at T=0 (06) and scaled to the workload by 04's batch-1 "
-              "ratio; that scaling is assumed, not measured.")
-    return {"verdict": verdict, "best": best, "options": options, "caveat": caveat, "source": str(source)}
+        verdict = f"no clear gain: the best option ({best['method']}) is predicted at {stated(best)} {what}{where}"
+    extrapolated = sorted({r for o in options for r in o["extrapolated"]})
+    caveat = ("A prediction of the speed model (helpers.speed_model): measured acceptance over per-step costs, "
+              "checked in notebook 06 on measurements it was not fitted on."
+              + (" Outside what was measured: " + "; ".join(extrapolated) + "." if extrapolated else ""))
+    return {"verdict": verdict, "best": best, "options": options, "caveat": caveat, "source": str(data.source)}
 
 
 def model_pairs(profile) -> dict[str, tuple[object, object, str]]:
-    """(target config, draft config, dtype) for the VRAM check: the talk's pair, Qwen3, and a local profile's own."""
-    pairs = {"Llama-3.1-8B + Llama-3.2-1B (the talk)": ("meta-llama/Llama-3.1-8B-Instruct",
-                                                          "meta-llama/Llama-3.2-1B-Instruct", "bfloat16"),
-             "Qwen3-8B + Qwen3-0.6B": ("Qwen/Qwen3-8B", "Qwen/Qwen3-0.6B", "bfloat16")}
-    if profile.is_local:
-        pairs[f"{profile.name}: {profile.target.split('/')[-1]} + draft {profile.default_draft}"] = (
-            profile.target, profile.draft(), profile.dtype)
-    return pairs
+    """(target config, draft config, dtype) per pair the checklist offers: the profile's own first (the pair its
+    measurements are of), then the talk's pair and Qwen3 (roofline costs unless the profile measured them)."""
+    own = f"{profile.name}: {profile.target.split('/')[-1]} + draft {profile.default_draft}"
+    return {own: (profile.target, profile.draft(), profile.dtype),
+            "Llama-3.1-8B + Llama-3.2-1B (the talk)": ("meta-llama/Llama-3.1-8B-Instruct",
+                                                       "meta-llama/Llama-3.2-1B-Instruct", "bfloat16"),
+            "Qwen3-8B + Qwen3-0.6B": ("Qwen/Qwen3-8B", "Qwen/Qwen3-0.6B", "bfloat16")}
 
 
 def source_of(*frames: pd.DataFrame) -> Source:
@@ -236,44 +323,85 @@ def source_of(*frames: pd.DataFrame) -> Source:
 
 def measurements(profile, batch: pd.DataFrame, max_tokens: int, repetitions: int,
                  exclude_arms: tuple[str, ...] = ()) -> tuple[Measurements, list[str]]:
-    """This kit's measurements for the checklist: 04's and 05's results from ``build/results/`` (measured now,
-    smaller, where a file is absent or predates decode-only speedups) and 06's ``batch``; 04 at the profile's k,
-    speculative arms only; 05 with its baseline rows. Returns them and a note for each measurement made here."""
+    """This kit's measurements for the checklist: 04's and 05's results and 06's speed model from ``build/results/``
+    (measured now, smaller, where a file is absent) and 06's ``batch``. Returns them and a note for each measurement
+    made here."""
     from helpers.engines import EngineSpec, shutdown_engine
     from helpers.sweeps import category_grid, long_context_sweep
 
     notes = []
-    grid = results.load("04_structured_vs_creative")
-    if grid is None or "decode_speedup" not in grid:
+    grid, accepted = results.load("04_structured_vs_creative"), results.load("04_acceptance")
+    if grid is None or accepted is None:
         points = [(c, t, m, profile.k) for c in ("structured", "creative") for t in (0.0, 1.0)
                   for m in ("draft_model", "ngram")]
-        grid = category_grid(profile.name, points, n_prompts=1, max_tokens=max_tokens, repetitions=repetitions,
-                             acceptance_prompts=1)[0]
-        notes.append("04's results were absent or without decode-only speedups: measured here, 1 prompt per "
-                     "category, T = 0 and 1")
+        grid, accepted = category_grid(profile.name, points, n_prompts=1, max_tokens=max_tokens,
+                                       repetitions=repetitions, acceptance_prompts=3)
+        notes.append("04's results were absent: measured here, 1 timed prompt and 3 for acceptance per category, "
+                     "T = 0 and 1")
     long = results.load("05_long_context")
-    if long is None or "decode_speedup" not in long:
+    if long is None:
         arms = [EngineSpec(profile.name, m, k=profile.k) for m in ("draft_model", "ngram")]
         _, long = long_context_sweep(profile.name, arms, [128, 512], 1, max_tokens, repetitions)
-        notes.append("05's results were absent or without decode-only speedups: measured here at 128 and 512 "
-                     "prompt tokens")
+        notes.append("05's results were absent: measured here at 128 and 512 prompt tokens")
     shutdown_engine()
-    return _assemble(grid, long, batch, profile.k, exclude_arms), notes
+    fitted = results.load(speed_model.MODEL_FILE)
+    if fitted is None:
+        batch_fit = batch[~batch["arm"].isin(exclude_arms)]
+        costs = speed_model.fit(speed_model.points(grid, long, batch_fit))
+        notes.append("no speed model in build/results/: fitted here to the measurements above")
+    else:
+        costs = speed_model.from_frame(fitted)
+    return _assemble(grid, long, batch, profile.k, exclude_arms, accepted, costs), notes
 
 
-def _assemble(grid: pd.DataFrame, long: pd.DataFrame, batch: pd.DataFrame, k: int,
-              exclude_arms=()) -> Measurements:
+def _assemble(grid: pd.DataFrame, long: pd.DataFrame, batch: pd.DataFrame, k: int, exclude_arms=(),
+              acceptance: pd.DataFrame | None = None, costs: speed_model.Costs | None = None) -> Measurements:
     grid = grid[(grid["arm"] != "baseline") & (grid["k"] == k)]
-    batch = batch[(batch["arm"] != "baseline") & ~batch["arm"].isin(exclude_arms)]
-    return Measurements(grid, long, batch, source_of(grid, long, batch))
+    batch = batch[(batch["arm"] != "baseline") & ~batch["arm"].isin(exclude_arms) & (batch["method"] != "draft_alone")]
+    if acceptance is not None:
+        acceptance = acceptance[acceptance["k"] == k]
+    return Measurements(grid, long, batch, source_of(grid, long, batch), acceptance, costs, k)
 
 
 def reference_measurements(profile) -> Measurements | None:
     """The checklist's measurements from the reference results the kit ships for ``profile`` (04, 05, 06 in full
-    mode, ``data/reference/<profile>/``), without the k-by-batch-size arm; None when the kit ships none."""
-    frames = [results.load_reference(name, profile.name)
-              for name in ("04_structured_vs_creative", "05_long_context", "06_concurrency")]
+    mode, ``data/reference/<profile>/``, with 06's speed model), without the k-by-batch-size arm; None when the kit
+    ships none."""
+    names = ("04_structured_vs_creative", "05_long_context", "06_concurrency", "04_acceptance",
+             speed_model.MODEL_FILE)
+    frames = [results.load_reference(name, profile.name) for name in names]
     if any(frame is None for frame in frames):
         return None
-    grid, long, batch = frames
-    return _assemble(grid, long, batch, profile.k, tuple(a for a in batch["arm"].unique() if "by batch size" in a))
+    grid, long, batch, accepted, fitted = frames
+    return _assemble(grid, long, batch, profile.k, tuple(a for a in batch["arm"].unique() if "by batch size" in a),
+                     accepted, speed_model.from_frame(fitted))
+
+
+SCENARIOS = {  # notebook 06's typical workloads (each at one request unless it says otherwise)
+    "JSON API, one user": dict(workload="structured", temperature=0.0, prompt_tokens=64, output_tokens=64),
+    "creative chat at T=1": dict(workload="creative", temperature=1.0, prompt_tokens=64, output_tokens=64),
+    "RAG: long document, short answer": dict(workload=LONG_DOCUMENT, temperature=0.0, prompt_tokens=1900,
+                                              output_tokens=48),
+    "busy JSON server": dict(workload="structured", temperature=0.0, prompt_tokens=64, output_tokens=48,
+                             concurrency=8),
+}
+
+
+def scenario_table(data: Measurements, pairs: dict[str, tuple[object, object, str]],
+                   scenarios: dict[str, dict] = SCENARIOS, gpu_gb: float = 96) -> pd.DataFrame:
+    """Per (pair, scenario): the verdict, each method's predicted speedup with its interval, and the kit's own
+    measurement of the same conditions where there is one."""
+    rows = []
+    for pair_name, (target, draft, dtype) in pairs.items():
+        for name, asked in scenarios.items():
+            answers = Answers(**{"concurrency": 1, **asked}, gpu_gb=gpu_gb, target_config=target,
+                              draft_config=draft, dtype=dtype)
+            result = recommend(answers, data)
+            beside = [f"{o['method']} {o['measured']['speedup']:.2f}x [{o['measured']['speedup_ci_low']:.2f}, "
+                      f"{o['measured']['speedup_ci_high']:.2f}] ({o['measured']['measured_in']})"
+                      for o in result["options"] if o["measured"] is not None]
+            rows.append({"pair": pair_name, "scenario": name, "verdict": result["verdict"].split(" (")[0],
+                         **{o["method"]: f"{o['speedup']:.2f}x [{o['low']:.2f}, {o['high']:.2f}]"
+                            + ("" if o["fits"] else " (does not fit)") for o in result["options"]},
+                         "measured beside it": "; ".join(beside)})
+    return pd.DataFrame(rows).set_index(["pair", "scenario"])

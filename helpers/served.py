@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from helpers import bench, checklist, results, serving
+from helpers import bench, checklist, results, serving, speed_model
 from helpers.metrics import SpecCounters
 from helpers.profiles import Profile
 from helpers.timing import short_name, speedup_interval, verdict
@@ -39,7 +39,8 @@ METHODS = serving.SERVE_METHODS  # baseline, draft_model, ngram
 BASELINE = "baseline"
 KIT_PROMPTS = f"the kit's structured prompts ({SUITE.parent.parent.name}/{SUITE.parent.name}/{SUITE.name})"
 RESULTS_NAME = "07_your_workload"
-CHECKLIST_NOTEBOOKS = ("04_structured_vs_creative", "05_long_context", "06_concurrency")
+CHECKLIST_NOTEBOOKS = ("04_structured_vs_creative", "05_long_context", "06_concurrency", "04_acceptance",
+                       "06_speed_model")  # the last: the speed model notebook 06 fitted
 # Counter columns of a row: this module's own /metrics difference around the whole client run, under the
 # kit's names; the client's own difference (after its warm-up, parse_bench's names) is kept with a bench_ prefix.
 COUNTER_COLUMNS = ("drafts", "draft_tokens", "accepted_tokens", "acceptance_rate", "mean_acceptance_length",
@@ -159,23 +160,22 @@ def short_source(workload: Workload) -> str:
 
 def checklist_data(profile: Profile) -> tuple[checklist.Measurements | None, str]:
     """The checklist's measurements and where they come from: this machine's results of notebooks 04-06 in
-    ``build/results/`` (this mode, this profile, 04 and 05 with decode-only speedups), else the kit's reference
-    results for the profile, else None with the reason."""
+    ``build/results/`` (this mode, this profile, with 04's per-prompt acceptance and 06's speed model), else the
+    kit's reference results for the profile, else None with the reason."""
     frames = [results.load(name) for name in CHECKLIST_NOTEBOOKS]
     if all(f is not None for f in frames):
-        grid, long, batch = frames
-        usable = ("decode_speedup" in grid and "decode_speedup" in long
-                  and all(set(f["profile"].dropna()) == {profile.name} for f in frames))
-        if usable:
+        grid, long, batch, accepted, fitted = frames
+        if all(set(f["profile"].dropna()) == {profile.name} for f in (grid, long, batch)):
             dynamic = tuple(a for a in batch["arm"].unique() if "by batch size" in str(a))
-            data = checklist._assemble(grid, long, batch, profile.k, dynamic)
-            if len(data.grid) and len(data.batch):
+            data = checklist._assemble(grid, long, batch, profile.k, dynamic, accepted,
+                                       speed_model.from_frame(fitted))
+            if len(data.grid) and len(data.batch) and len(data.acceptance):
                 return data, "this machine's results of notebooks 04-06 (build/results/)"
     reference = checklist.reference_measurements(profile)
     if reference is not None:
         return reference, results.reference_label(profile.name)
-    return None, (f"no results of notebooks 04-06 for profile {profile.name!r} in build/results/ (with decode-only "
-                  "speedups) and no reference shipped for it: run notebooks 04-06 first for a prediction")
+    return None, (f"no results of notebooks 04-06 for profile {profile.name!r} in build/results/ (with the speed "
+                  "model) and no reference shipped for it: run notebooks 04-06 first for a prediction")
 
 
 def predictions(data: checklist.Measurements, *, workload_kind: str, temperature: float, prompt_tokens: int,
@@ -194,7 +194,7 @@ def predictions(data: checklist.Measurements, *, workload_kind: str, temperature
         result = checklist.recommend(answers, data)
         for option in result["options"]:
             rows.append({"method": option["method"], "concurrency": int(c), "quantity": option["quantity"],
-                         "predicted": option["speedup"], "fits": option["fits"], "verdict": result["verdict"],
+                         "predicted": option["speedup"], "low": option["low"], "high": option["high"], "fits": option["fits"], "verdict": result["verdict"],
                          "reasons": option["reasons"]})
     return pd.DataFrame(rows)
 

@@ -128,6 +128,37 @@ class Costs:
         return base + {"baseline": 0.0, "draft_model": u0 + u1 * prompt_tokens, "ngram": u_n}[method]
 
 
+class RooflineCosts(Costs):
+    """Costs of a pair on a GPU from the roofline, for a pair the kit did not measure: a step reads every weight and
+    each sequence's KV cache once at the card's bandwidth, or computes 2 x parameters FLOPs per token at its tensor
+    rate, whichever takes longer (flat in the number of tokens until compute-bound); prefill is compute-bound. No
+    launch, synchronisation or sampler cost: a floor. Real drafts usually cost more than their byte share."""
+
+    def __init__(self, target: dict, draft: dict, bandwidth: float, flops: float, label: str):
+        super().__init__(np.zeros(len(STEP_PARAMS)), np.zeros((len(STEP_PARAMS),) * 2), np.zeros(len(TTFT_PARAMS)),
+                         np.zeros((len(TTFT_PARAMS),) * 2), label)
+        object.__setattr__(self, "models", (target, draft, bandwidth, flops))
+
+    def _pass(self, model: dict, tokens, ctx):
+        _, _, bandwidth, flops = self.models
+        memory = (model["weight_bytes"] + tokens * model["kv_bytes_per_token"] * ctx) / bandwidth
+        return np.maximum(memory, 2 * model["params"] * tokens / flops)
+
+    def target(self, tokens, ctx):
+        return self._pass(self.models[0], tokens, ctx)
+
+    def draft(self, tokens, ctx):
+        return self._pass(self.models[1], tokens, ctx)
+
+    def ttft_s(self, method: str, prompt_tokens: float) -> float:
+        target, draft, _, flops = self.models
+        extra = 2 * draft["params"] * prompt_tokens / flops if method == "draft_model" else 0.0
+        return 2 * target["params"] * prompt_tokens / flops + extra
+
+    def draws(self, n: int = DRAWS, seed: int = 0) -> list[Costs]:
+        return []  # no fitted parameters, so no parameter uncertainty: the label says what it is
+
+
 def _design(method: str, n, k, ctx, f) -> list[float]:
     if method == "baseline":
         return [1, n, n * ctx, 0, 0, 0, 0, 0, 0]
@@ -359,7 +390,7 @@ def category_prediction(costs: Costs, per_prompt: pd.DataFrame, n: int = 1, prom
     draws = costs.draws() if draws is None else draws
 
     def each(c: Costs) -> np.ndarray:
-        return np.log([_speedup(c, method, k, 1, [r.tau] * n, prompt_tokens or r.prompt_tokens,
+        return np.log([_speedup(c, method, k, n, [r.tau] * n, prompt_tokens or r.prompt_tokens,
                                 output_tokens or r.output_tokens, f) for r in rows.itertuples()])
 
     logs = each(costs)

@@ -177,8 +177,8 @@ class Checklist:
                  beside: dict[str, checklist.Measurements] | None = None):
         self.data, self.pairs, self.beside = data, pairs, beside or {}
         style = {"description_width": "initial"}
-        temps = sorted(data.grid["temperature"].unique())
-        workloads = sorted(data.grid["category"].unique())
+        temps = sorted(data.acceptance["temperature"].unique()) if data.acceptance is not None else [0.0]
+        workloads = data.workloads()
         self.workload = widgets.Dropdown(options=workloads, description="workload",
                                          value="structured" if "structured" in workloads else workloads[0])
         self.temperature = widgets.FloatSlider(temps[0], min=0.0, max=max(1.0, temps[-1]), step=0.1,
@@ -191,11 +191,13 @@ class Checklist:
                                              continuous_update=False)
         self.gpu_gb = widgets.FloatSlider(96, min=8, max=192, step=8, description="GPU memory (GB)", style=style,
                                           continuous_update=False)
-        self.pair = widgets.Dropdown(options=list(pairs), description="model pair (VRAM)", style=style,
+        self.pair = widgets.Dropdown(options=list(pairs), description="model pair", style=style,
                                      layout=widgets.Layout(width="auto"))  # the pairs' names are long: not cut off
+        self.gpu = widgets.Dropdown(options=list(checklist.GPUS), description="GPU (roofline, another pair)",
+                                    style=style, layout=widgets.Layout(width="auto"))
         self.result = widgets.HTML()
         controls = (self.workload, self.temperature, self.prompt_tokens, self.output_tokens, self.concurrency,
-                    self.gpu_gb, self.pair)
+                    self.gpu_gb, self.pair, self.gpu)
         for control in controls:
             control.observe(lambda _: self.update(), names="value")
         self.widget = widgets.VBox([widgets.HBox(controls[:4]), widgets.HBox(controls[4:]), self.result])
@@ -205,7 +207,7 @@ class Checklist:
         target, draft, dtype = self.pairs[self.pair.value]
         return checklist.Answers(self.workload.value, self.temperature.value, self.prompt_tokens.value,
                                  self.concurrency.value, self.gpu_gb.value, target, draft, dtype,
-                                 output_tokens=self.output_tokens.value)
+                                 output_tokens=self.output_tokens.value, gpu=self.gpu.value)
 
     def update(self) -> None:
         answers = self.answers()
@@ -217,10 +219,10 @@ class Checklist:
             except ValueError as error:  # e.g. a workload the other source did not measure
                 verdict = f"no verdict: {error}"
             parts.append(f"<p>Beside it, <b>{label}</b>: {verdict}</p>")
-        parts.append(f"<p>Speedups measured on {self.recommendation['source']}.</p>")
+        parts.append(f"<p>Acceptance and step costs measured on {self.recommendation['source']}.</p>")
         for option in self.recommendation["options"]:
             items = "".join(f"<li>{reason}</li>" for reason in option["reasons"])
-            parts.append(f"<b>{option['method']}</b>: predicted {option['speedup']:.2f}x {option['quantity']} "
-                         f"speedup<ul>{items}</ul>")
+            parts.append(f"<b>{option['method']}</b>: predicted {option['speedup']:.2f}x [{option['low']:.2f}, "
+                         f"{option['high']:.2f}] {option['quantity']} speedup<ul>{items}</ul>")
         parts.append(f"<i>{self.recommendation['caveat']}</i>")
         self.result.value = "".join(parts)

@@ -5,10 +5,11 @@ sentences against 04 and 06, and the ITL pitfall."""
 import json
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import bench, checklist, served, served_findings, serving
+from helpers import bench, checklist, served, served_findings, serving, speed_model
 from helpers.metrics import SpecCounters
 from helpers.profiles import Profile
 
@@ -125,7 +126,14 @@ def measurements(speedup_04=(1.3, 1.2, 1.4), speedup_06=(0.7, 0.6, 0.8)) -> chec
     long = pd.DataFrame([{"arm": a, "vs": "draft_model k=4", "method": m, "prompt_length": 128, "ttft_s": 0.05,
                           "tpot_ms": tpot, "decode_speedup": d}
                          for a, m, tpot, d in [("baseline", "baseline", 20.0, 1.0), ("d", "draft_model", 13.3, 1.5)]])
-    return checklist.Measurements(grid, long, batch, checklist.Source("cpu", "CPU: test", "t", "d"))
+    acceptance = pd.DataFrame([{"category": "structured", "temperature": t, "method": "draft_model", "k": 4,
+                                "prompt_index": i, "prompt_tokens": 60, "output_tokens": 48, "tau": tau, "accepted": 9,
+                                "draft_tokens": 40, "drafted_steps": 10, "verify_steps": 10}
+                               for t in (0.0, 1.0) for i, tau in enumerate((2.4, 2.6, 2.8))])
+    return checklist.Measurements(grid, long, batch, checklist.Source("cpu", "CPU: test", "t", "d"), acceptance,
+                                  speed_model.Costs(np.array([0.04, 0.002, 0, 0.005, 0.0005, 0, 0, 0.002, 0]),
+                                                    np.zeros((9, 9)), np.array([0.05, 0.0008, 0, 0.01, 0, 0]),
+                                                    np.zeros((6, 6))), 4)
 
 
 def test_predictions_name_the_checklists_quantity_per_concurrency():
@@ -134,9 +142,10 @@ def test_predictions_name_the_checklists_quantity_per_concurrency():
                                    output_tokens=48, concurrencies=[1, 8], target_config=talk[0],
                                    draft_config=talk[1], gpu_gb=96).set_index("concurrency")
     assert predicted.loc[1, "quantity"] == "latency" and predicted.loc[8, "quantity"] == "throughput"
-    # 06's curve at 8, between 1.2x at 1 and 0.7x at 16 in log concurrency, times 04's ratio for the workload (1)
-    assert predicted.loc[8, "predicted"] == pytest.approx(1.2 - 0.5 * math.log(8) / math.log(16))
-    assert "leave it off" in predicted.loc[8, "verdict"] and predicted["fits"].all()
+    # the talk's pair is not the measured one: roofline costs, flat in the batch, so 8 requests gain about as much
+    assert predicted.loc[8, "predicted"] == pytest.approx(predicted.loc[1, "predicted"], rel=0.15)
+    assert "roofline" in predicted.loc[8, "verdict"] and predicted["fits"].all()
+    assert predicted.loc[1, "low"] < predicted.loc[1, "predicted"] < predicted.loc[1, "high"]
     with pytest.raises(ValueError, match="WORKLOAD_KIND"):
         served.predictions(measurements(), workload_kind="chat", temperature=0.0, prompt_tokens=128,
                            output_tokens=48, concurrencies=[1], target_config=talk[0], draft_config=talk[1])
@@ -194,7 +203,9 @@ def test_checklist_data_prefers_this_machines_results(monkeypatch):
     long = data.long_context.assign(profile="test")
     batch = pd.concat([data.batch.assign(arm="draft d k=4"),
                        data.batch.assign(arm="draft d k by batch size 1-3:4", method="draft_model")]).assign(profile="test")
-    frames = {"04_structured_vs_creative": grid, "05_long_context": long, "06_concurrency": batch}
+    fitted = speed_model.to_frame(data.costs)
+    frames = {"04_structured_vs_creative": grid, "05_long_context": long, "06_concurrency": batch,
+              "04_acceptance": data.acceptance, "06_speed_model": fitted}
     monkeypatch.setattr(served.results, "load", lambda name: frames[name])
     found, where = served.checklist_data(PROFILE)
     assert "this machine's results" in where and set(found.batch["arm"]) == {"draft d k=4"}
