@@ -356,6 +356,8 @@ def speedups(table: pd.DataFrame, baseline: str = BASELINE) -> pd.DataFrame:
         arm = group.set_index("repetition")
         ratio = (arm["output_throughput"] / b["output_throughput"]).dropna()
         interval = speedup_interval(ratio.to_numpy())
+        # each pair is one run over the whole prompt set, not one prompt: say so instead of "for these 1 prompt(s)"
+        interval["interval"] = interval["interval"].replace("for these 1 prompt(s)", "for this prompt set")
         acceptance, length = _pooled(group)
         row = {"method": method, "concurrency": c, "repetitions": int(group["repetition"].nunique()),
                "pairs": len(ratio), "tok_per_s": float(arm["output_throughput"].median()),

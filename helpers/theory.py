@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 
 def _check_alpha(alpha: float) -> None:
     if not 0.0 <= alpha <= 1.0 or math.isnan(alpha):
@@ -102,7 +104,8 @@ def effective_cost_ratio(decode_s: float, verify_steps: float, target_step_s: fl
 def conditional_acceptance(per_position) -> list[float]:
     """P(position i accepted | positions before it accepted) from vLLM's per-position acceptance P(i accepted).
 
-    Under the constant-alpha assumption every entry equals alpha; measured drafts rarely behave so.
+    Under the constant-alpha assumption every entry equals alpha; :func:`geometric_test` says whether a measurement
+    departs from that more than its sample size allows.
     """
     rates, previous = [], 1.0
     for p in per_position:
@@ -132,3 +135,32 @@ def positions_against_constant_alpha(per_position, c: float) -> list[dict]:
              "constant_alpha": alpha ** k, "alpha": alpha,
              "speedup_per_position": speedup_from_positions(per_position, k, c),
              "speedup_constant_alpha": expected_speedup(alpha, k, c)} for k in range(1, n + 1)]
+
+
+def geometric_test(accepted_per_position, drafts: int) -> dict[str, float]:
+    """Likelihood-ratio test of constant alpha against a free acceptance rate per position.
+
+    ``accepted_per_position[i]``: draft steps that accepted position i + 1; ``drafts``: draft steps. A step reaches
+    position i only if it accepted every position before it, so position i is a binomial trial on the steps that
+    reached it. Counts must be of distinct drafts: at temperature 0 repeated runs repeat the same drafts and add no
+    information (pass one repetition's counts). Returns the pooled alpha, the statistic and its p-value
+    (chi-square with positions - 1 degrees of freedom); a small p says the rates differ by position.
+    """
+    from scipy.stats import chi2
+
+    accepted = np.asarray(accepted_per_position, float)
+    reached = np.concatenate([[drafts], accepted[:-1]])
+    if drafts <= 0 or (accepted > reached).any():
+        raise ValueError("each position's accepted count must be at most the steps that reached it")
+    keep = reached > 0
+    accepted, reached = accepted[keep], reached[keep]
+
+    def loglik(p):
+        p = np.clip(p, 1e-12, 1 - 1e-12)
+        return float((accepted * np.log(p) + (reached - accepted) * np.log(1 - p)).sum())
+
+    alpha = accepted.sum() / reached.sum()
+    statistic = 2 * (loglik(accepted / reached) - loglik(np.full_like(accepted, alpha)))
+    dof = max(len(accepted) - 1, 1)
+    return {"alpha": float(alpha), "statistic": float(statistic), "p_value": float(chi2.sf(statistic, dof)),
+            "positions": int(len(accepted))}

@@ -277,6 +277,7 @@ def summarize(runs: pd.DataFrame, baseline_arm: str = "baseline") -> pd.DataFram
             "acceptance_rate": accepted / draft_tokens if draft_tokens else float("nan"),
             "mean_acceptance_length": 1 + accepted / drafts if drafts else float("nan"),
             "position_acceptance": [round(float(x), 4) for x in per_position],
+            "drafts": int(drafts),
             "speedup": interval["speedup"],
             "speedup_ci_low": interval["low"],
             "speedup_ci_high": interval["high"],

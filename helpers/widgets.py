@@ -13,7 +13,8 @@ from helpers import checklist, theory
 
 class SpeedupExplorer:
     """Sliders for alpha, k and c; the theoretical speedup curve, break-even line and measured points (dicts with
-    alpha, speedup, label and optionally a matplotlib format ``style`` and marker ``size``)."""
+    alpha, speedup, label and optionally a matplotlib format ``style``, marker ``size``, and the ``c`` and ``k``
+    the point was measured at: then the theory at that c is drawn beside it, since the curve is for the slider's)."""
 
     def __init__(self, measured: list[dict] | None = None):
         self.measured = measured or []
@@ -49,9 +50,14 @@ class SpeedupExplorer:
             ax.plot(alphas, [theory.expected_speedup(x, k, c) for x in alphas], label=f"theory, k={k}, c={c:.3f}")
             ax.axhline(1.0, color="k", ls="--", lw=1, label="break-even")
             ax.plot([a], [self.speedup], "o", color="C0")
-            for point in self.measured:
-                ax.plot(point["alpha"], point["speedup"], point.get("style", "s"), ms=point.get("size", 6),
-                        label=point["label"])
+            for i, point in enumerate(self.measured):
+                line = ax.plot(point["alpha"], point["speedup"], point.get("style", "s"), ms=point.get("size", 6),
+                               label=point["label"])[0]
+                if point.get("c"):  # measured at its own c: theory there, not on the slider's curve
+                    own = theory.expected_speedup(point["alpha"], point.get("k", k), point["c"])
+                    ax.plot([point["alpha"]] * 2, [point["speedup"], own], ":", color=line.get_color(), lw=1)
+                    ax.plot(point["alpha"], own, "o", mfc="none", color=line.get_color(), ms=7,
+                            label="theory at its own c" if i == 0 else None)
             ax.set(xlabel="alpha (per-token acceptance)", ylabel="speedup", ylim=(0, None))
             ax.legend(fontsize=8)
             plt.show()
@@ -64,7 +70,8 @@ def speedup_explorer(measured: list[dict] | None = None) -> SpeedupExplorer:
 
 def reference_points(profile: str, k: int) -> list[dict]:
     """The explorer's points from the shipped reference (notebook 04, full mode): per category and temperature,
-    the draft model at ``k`` as alpha (from its acceptance rate) and its measured decode-only speedup."""
+    the draft model at ``k`` as alpha (from its acceptance rate) and its measured decode-only speedup, with the c it
+    was measured at (c_eff, inside the engine), so the explorer holds each against the theory at its own c."""
     from helpers import results
 
     grid = results.load_reference("04_structured_vs_creative", profile)
@@ -72,7 +79,9 @@ def reference_points(profile: str, k: int) -> list[dict]:
         return []
     rows = grid[(grid["method"] == "draft_model") & (grid["k"] == k) & grid["acceptance_rate"].notna()]
     return [{"alpha": theory.alpha_from_acceptance_rate(row.acceptance_rate, k), "speedup": row.decode_speedup,
-             "label": f"reference: {row.category}, T={row.temperature:g}, k={k}"} for row in rows.itertuples()]
+             "c": row.c_eff if row.c_eff == row.c_eff else None, "k": k,
+             "label": f"reference: {row.category}, T={row.temperature:g}, k={k}, c_eff={row.c_eff:.2f}"}
+            for row in rows.itertuples()]
 
 
 class ResultsBrowser:

@@ -52,6 +52,7 @@ def test_six_repetitions_give_a_ci_and_a_verdict(ratio, expected):
     rows += [run("ngram", 4, r, t * ratio * (1 + 0.01 * r)) for r, t in enumerate(base)]
     gain = served.speedups(pd.DataFrame(rows)).iloc[0]
     assert gain["interval"].startswith("95% CI") and gain["pairs"] == 6
+    assert gain["interval"].endswith("for this prompt set")  # a pair is a run over all prompts, not one prompt
     assert gain["verdict"] == expected
 
 

@@ -99,3 +99,15 @@ def test_positions_against_constant_alpha_fits_alpha_to_the_same_mean():
     # conditional rates rise along the draft: the fitted alpha overstates position 1 and understates position 4
     assert rows[0]["measured"] < rows[0]["constant_alpha"] and rows[-1]["measured"] > rows[-1]["constant_alpha"]
     assert [r["k"] for r in rows] == [1, 2, 3, 4]
+
+
+def test_geometric_test_accepts_the_issue_counts_and_rejects_a_cliff():
+    from helpers.theory import geometric_test
+
+    # 42 drafts at k = 8, accepted at positions 1-8: 28, 17, 12, 9, 6, 5, 5, 3 (the reference's structured T = 0)
+    fit = geometric_test([28, 17, 12, 9, 6, 5, 5, 3], 42)
+    assert fit["alpha"] == pytest.approx(85 / 124) and fit["p_value"] > 0.3
+    cliff = geometric_test([400, 390, 20, 19], 420)  # accepts 2 positions almost always, then rarely
+    assert cliff["p_value"] < 1e-6
+    with pytest.raises(ValueError):
+        geometric_test([5, 6], 10)
