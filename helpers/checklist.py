@@ -47,6 +47,7 @@ class Answers:
     output_tokens: int = 256
     utilization: float = 0.9
     gpu: str = DEFAULT_GPU  # the card of the roofline cost model, for a pair the kit did not measure
+    measured_tau: dict | None = None  # method -> tokens per verify step measured on the user's own prompts (07)
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,12 @@ def _measured_pair(answers: Answers, source: Source) -> bool:
 def _acceptance(answers: Answers, data: Measurements, method: str) -> tuple[pd.DataFrame, str, list[str]]:
     """Per-prompt acceptance for the answers, the reason naming it, and the flags for what was not measured."""
     flags = []
+    if answers.measured_tau and method in answers.measured_tau:
+        taus = list(answers.measured_tau[method])
+        per_prompt = pd.DataFrame({"method": method, "k": data.k, "tau": taus, "prompt_tokens": answers.prompt_tokens,
+                                   "output_tokens": answers.output_tokens, "drafted_steps": 1.0, "verify_steps": 1.0})
+        return per_prompt, (f"your prompts, measured: {np.mean(taus):.2f} tokens per verify step (the servers' own "
+                            "counters, notebook 07)"), flags
     if answers.workload == LONG_DOCUMENT:
         rows = data.long_context[data.long_context["method"] == method]
         rows = rows[rows["request_tau"].map(_taus).map(len) > 0]

@@ -180,23 +180,36 @@ def checklist_data(profile: Profile) -> tuple[checklist.Measurements | None, str
 
 def predictions(data: checklist.Measurements, *, workload_kind: str, temperature: float, prompt_tokens: int,
                 output_tokens: int, concurrencies: Sequence[int], target_config: object, draft_config: object,
-                dtype: str = "bfloat16", gpu_gb: float | None = None) -> pd.DataFrame:
+                dtype: str = "bfloat16", gpu_gb: float | None = None,
+                measured: pd.DataFrame | None = None) -> pd.DataFrame:
     """``checklist.recommend`` at each concurrency: one row per (method, concurrency) with the predicted speedup,
     its quantity (latency at 1 request, throughput above), whether the pair fits ``gpu_gb`` (default: this card's
-    memory; 96 GB, notebook 06's card, without CUDA) and the verdict."""
+    memory; 96 GB, notebook 06's card, without CUDA) and the verdict. With ``measured`` (07's table), the
+    acceptance is the user's own prompts' (:func:`measured_tau`), not the category's."""
     check_plan(None, concurrencies, 1, None, workload_kind)
     gpu_gb = gpu_gb if gpu_gb is not None else card_gb()
+    tau = measured_tau(measured) if measured is not None else None
     rows = []
     for c in concurrencies:
         answers = checklist.Answers(workload=workload_kind, temperature=temperature, prompt_tokens=int(prompt_tokens),
                                     concurrency=int(c), gpu_gb=gpu_gb, target_config=target_config,
-                                    draft_config=draft_config, dtype=dtype, output_tokens=int(output_tokens))
+                                    draft_config=draft_config, dtype=dtype, output_tokens=int(output_tokens),
+                                    measured_tau=tau)
         result = checklist.recommend(answers, data)
         for option in result["options"]:
             rows.append({"method": option["method"], "concurrency": int(c), "quantity": option["quantity"],
                          "predicted": option["speedup"], "low": option["low"], "high": option["high"], "fits": option["fits"], "verdict": result["verdict"],
                          "reasons": option["reasons"]})
     return pd.DataFrame(rows)
+
+
+def measured_tau(table: pd.DataFrame) -> dict[str, list[float]]:
+    """Per speculative method: tokens per verify step on the user's own prompts, from the servers' counters at the
+    lowest concurrency, one value per repetition (1 + accepted draft tokens per draft)."""
+    spec = table[(table["method"] != BASELINE) & (table["drafts"] > 0)]
+    spec = spec[spec["concurrency"] == spec["concurrency"].min()]
+    return {method: (1 + group["accepted_tokens"] / group["drafts"]).round(4).tolist()
+            for method, group in spec.groupby("method")}
 
 
 def card_gb(default: float = 96.0) -> float:
@@ -376,11 +389,17 @@ def speedups(table: pd.DataFrame, baseline: str = BASELINE) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def compare(measured: pd.DataFrame, predicted: pd.DataFrame) -> pd.DataFrame:
+def compare(measured: pd.DataFrame, predicted: pd.DataFrame, from_yours: pd.DataFrame | None = None) -> pd.DataFrame:
     """The measured speedups beside the checklist's prediction: ``error`` = measured / predicted - 1, and
-    ``inside`` whether the prediction lies within the measured interval (or range)."""
+    ``inside`` whether the prediction lies within the measured interval (or range). ``from_yours``: the prediction
+    again from the user's own measured acceptance (``predictions(..., measured=table)``), as ``predicted_from_yours``
+    with its interval."""
     keep = ["method", "concurrency", "quantity", "predicted", "fits"]
     merged = measured.merge(predicted[keep], on=["method", "concurrency"], how="left")
+    if from_yours is not None:
+        yours = from_yours[["method", "concurrency", "predicted", "low", "high"]].rename(columns={
+            "predicted": "predicted_from_yours", "low": "yours_low", "high": "yours_high"})
+        merged = merged.merge(yours, on=["method", "concurrency"], how="left")
     merged["error"] = merged["speedup"] / merged["predicted"] - 1
     merged["inside"] = (merged["speedup_ci_low"] <= merged["predicted"]) & (merged["predicted"] <= merged["speedup_ci_high"])
     return merged

@@ -447,3 +447,18 @@ def test_the_engine_layout_lines_come_from_the_layout_measurement():
     assert "acceptance 30% and 2.27 tokens per verify step in each" in measured and "CPU: test (2 cores), 2026-12-03" in measured
     assert "c_eff = (2.27 - 1) / 4 = 0.32" in even
     assert even.endswith("in-process below it; one-core above it; multiprocess above it")  # 0.32 vs 0.3175
+
+
+def test_a_prediction_from_the_users_own_acceptance():
+    rows = [run("baseline", 1, r, 10.0) for r in range(2)] + [run("draft_model", 1, r, 12.0) for r in range(2)]
+    table = pd.DataFrame(rows).assign(drafts=[0, 0, 20, 20], accepted_tokens=[0, 0, 10, 30])
+    assert served.measured_tau(table) == {"draft_model": [1.5, 2.5]}
+    talk = ("meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.2-1B-Instruct")
+    kwargs = dict(workload_kind="structured", temperature=0.0, prompt_tokens=128, output_tokens=48, concurrencies=[1],
+                  target_config=talk[0], draft_config=talk[1], gpu_gb=96)
+    yours = served.predictions(measurements(), measured=table, **kwargs)
+    category = served.predictions(measurements(), **kwargs)
+    assert any("your prompts, measured: 2.00 tokens per verify step" in r for r in yours.iloc[0]["reasons"])
+    assert yours.iloc[0]["predicted"] < category.iloc[0]["predicted"]  # 2.0 per step against the category's 2.6
+    compared = served.compare(served.speedups(table), category, yours)
+    assert compared.iloc[0]["predicted_from_yours"] == pytest.approx(yours.iloc[0]["predicted"])
