@@ -375,11 +375,18 @@ def from_frame(frame: pd.DataFrame) -> Costs:
 
 
 def category_prediction(costs: Costs, per_prompt: pd.DataFrame, n: int = 1, prompt_tokens: float | None = None,
-                        output_tokens: float | None = None, draws: list[Costs] | None = None) -> dict:
+                        output_tokens: float | None = None, draws: list[Costs] | None = None,
+                        resamples: int = 200) -> dict:
     """Predicted speedup of one (category, temperature, method, k) from each prompt's measured tokens per decode
-    step (``per_prompt``: rows of :func:`helpers.sweeps.acceptance`): the geometric mean over the prompts, with a
-    95% interval that joins the spread over prompts (t, the prompts being the sample) and the model's uncertainty.
-    Prompt and answer length default to each prompt's own."""
+    step (``per_prompt``: rows of :func:`helpers.sweeps.acceptance`), with a 95% interval that joins the spread over
+    prompts (the prompts being the sample) and the model's uncertainty. Prompt and answer length default to each
+    prompt's own (n = 1) or their medians (n > 1).
+
+    One request at a time (n = 1): the geometric mean over prompts of each prompt's latency speedup, a t interval
+    over prompts. n > 1: the throughput of the category's prompts sent in waves of n, mixed as they come (cycled to
+    fill the last wave), as 06 measures them: a wave lasts as long as its slowest request, so prompts that accept
+    little hold up the others, which a wave of identical prompts would hide; the interval is a bootstrap over
+    prompts."""
     from scipy.stats import t
 
     rows = per_prompt.dropna(subset=["tau"])
@@ -388,19 +395,37 @@ def category_prediction(costs: Costs, per_prompt: pd.DataFrame, n: int = 1, prom
     method, k = rows["method"].iloc[0], int(rows["k"].iloc[0])
     f = float(rows["drafted_steps"].sum() / rows["verify_steps"].sum()) if method == "ngram" else 1.0
     draws = costs.draws() if draws is None else draws
+    taus = rows["tau"].to_numpy(float)
 
-    def each(c: Costs) -> np.ndarray:
-        return np.log([_speedup(c, method, k, n, [r.tau] * n, prompt_tokens or r.prompt_tokens,
-                                output_tokens or r.output_tokens, f) for r in rows.itertuples()])
+    if n == 1:
+        def each(c: Costs) -> np.ndarray:
+            return np.log([_speedup(c, method, k, 1, [r.tau], prompt_tokens or r.prompt_tokens,
+                                    output_tokens or r.output_tokens, f) for r in rows.itertuples()])
 
-    logs = each(costs)
-    model_se = float(np.std([each(d).mean() for d in draws])) if draws else 0.0
-    spread = t.ppf(0.975, len(logs) - 1) * logs.std(ddof=1) / np.sqrt(len(logs)) if len(logs) >= 3 else float("nan")
+        logs = each(costs)
+        centre = float(logs.mean())
+        model_se = float(np.std([each(d).mean() for d in draws])) if draws else 0.0
+        spread = (t.ppf(0.975, len(logs) - 1) * logs.std(ddof=1) / np.sqrt(len(logs)) if len(logs) >= 3
+                  else float("nan"))
+    else:
+        prompt = prompt_tokens or float(rows["prompt_tokens"].median())
+        output = output_tokens or float(rows["output_tokens"].median())
+
+        def mixed(c: Costs, sample: np.ndarray) -> float:
+            waves = np.resize(sample, -(-len(sample) // n) * n)  # cycled to whole waves of n
+            return float(np.log(_speedup(c, method, k, n, list(waves), prompt, output, f)))
+
+        centre = mixed(costs, taus)
+        model_se = float(np.std([mixed(d, taus) for d in draws])) if draws else 0.0
+        rng = np.random.default_rng(0)
+        boot = [mixed(costs, rng.choice(taus, len(taus))) for _ in range(resamples)] if len(taus) >= 3 else []
+        spread = 1.96 * float(np.std(boot)) if boot else float("nan")
     half = float(np.hypot(spread, 1.96 * model_se))
-    centre = float(np.exp(logs.mean()))
-    return {"speedup": centre, "low": centre * np.exp(-half), "high": centre * np.exp(half), "prompts": len(logs),
-            "interval": f"95% interval over {len(logs)} prompts and the model's uncertainty" if len(logs) >= 3
-            else f"no interval: {len(logs)} prompt(s)"}
+    speedup = float(np.exp(centre))
+    waves = f" in waves of {n} mixed requests" if n > 1 else ""
+    return {"speedup": speedup, "low": speedup * np.exp(-half), "high": speedup * np.exp(half), "prompts": len(taus),
+            "interval": f"95% interval over {len(taus)} prompts{waves} and the model's uncertainty" if len(taus) >= 3
+            else f"no interval: {len(taus)} prompt(s)"}
 
 
 MODEL_FILE = "06_speed_model"

@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # helpers, for the acceptance summary
 HEAD = ROOT / "docs" / "measurements.head.md"
 OUT = ROOT / "docs" / "measurements.md"
 REFERENCE = ROOT / "data" / "reference"
@@ -28,19 +29,23 @@ SHOWN = [
     "layout", "category", "prompt_length", "prompt_tokens", "concurrency", "temperature", "draft_sample_method",
     "arm", "vs", "k", "torch_threads", "tok_per_s", "tpot_ms", "baseline_tpot_ms", "ttft_ms", "acceptance_rate",
     "mean_acceptance_length", "speedup", "decode_speedup", "tokens_per_verify_step", "c_eff", "pairs", "repetitions",
-    "interval",
+    "interval", "prompts", "tau", "point", "predicted", "measured", "inside", "acceptance_from", "group", "parameter",
+    "value", "se",
 ]
-INTERVALS = {"speedup": ("speedup_ci_low", "speedup_ci_high"), "decode_speedup": ("decode_ci_low", "decode_ci_high")}
+INTERVALS = {"speedup": ("speedup_ci_low", "speedup_ci_high"), "decode_speedup": ("decode_ci_low", "decode_ci_high"),
+             "tau": ("tau_low", "tau_high"), "predicted": ("low", "high"), "measured": ("measured_low", "measured_high")}
 TITLES = {
     "prompt_length": "prompt length", "prompt_tokens": "prompt tokens (mean)", "draft_sample_method": "drafting",
     "vs": "baseline of", "torch_threads": "torch threads", "tok_per_s": "tok/s", "tpot_ms": "TPOT ms",
     "baseline_tpot_ms": "baseline TPOT ms", "ttft_ms": "TTFT ms", "acceptance_rate": "acceptance",
     "mean_acceptance_length": "mean acceptance length", "speedup": "speedup [low, high]",
     "decode_speedup": "decode-only speedup [low, high]", "tokens_per_verify_step": "tokens per verify step",
+    "tau": "tokens per decode step [95% over prompts]", "predicted": "predicted [95% prediction interval]",
+    "measured": "measured [its interval]",
 }
 # Ratios and rates to two decimals (as the notebooks and the README quote them); other floats to 3 significant digits.
 TWO_DECIMALS = {"acceptance_rate", "mean_acceptance_length", "speedup", "decode_speedup", "tokens_per_verify_step",
-                "c_eff", *(c for pair in INTERVALS.values() for c in pair)}
+                "c_eff", "tau", "predicted", "measured", *(c for pair in INTERVALS.values() for c in pair)}
 FOLDED = {c for pair in INTERVALS.values() for c in pair}
 
 
@@ -90,6 +95,19 @@ def table(frame: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def readable(frame: pd.DataFrame) -> pd.DataFrame:
+    """A file's rows as the document shows them: per-prompt acceptance summarised per point (the file keeps every
+    prompt), the speed model's parameters without their covariance matrix (the file keeps it)."""
+    if "prompt_index" in frame and "tau" in frame:
+        from helpers.sweeps import acceptance_summary
+
+        keys = [c for c in ("category", "draft_sample_method", "temperature", "method", "k") if c in frame]
+        return acceptance_summary(frame, keys=tuple(keys))
+    if "covariance" in frame:
+        return frame.drop(columns=[c for c in ("covariance", "split") if c in frame])
+    return frame
+
+
 def provenance_section(folder: Path) -> str:
     record = json.loads((folder / "provenance.json").read_text())
     items = [("date", record.get("date")), ("commit", record.get("commit")), ("vLLM", record.get("vllm")),
@@ -119,7 +137,7 @@ def generated() -> str:
         rel = folder.relative_to(ROOT).as_posix()
         parts += ["", f"### `{rel}/`", "", provenance_section(folder)]
         for csv in sorted(folder.glob("*.csv")):
-            parts += ["", f"#### `{csv.name}`", "", table(pd.read_csv(csv))]
+            parts += ["", f"#### `{csv.name}`", "", table(readable(pd.read_csv(csv)))]
     for csv in sorted(REFERENCE.glob("*.csv")):
         parts += ["", f"### `{csv.relative_to(ROOT).as_posix()}`", "", table(pd.read_csv(csv))]
     return "\n".join(parts)
