@@ -183,6 +183,8 @@ def _wls(rows: list[list[float]], y: list[float], names: Sequence[str]) -> tuple
     parameters off that bound. A parameter the data cannot identify (no row informs it) is 0 with 0 variance."""
     from scipy.optimize import lsq_linear
 
+    if not rows:
+        return np.zeros(len(names)), np.zeros((len(names), len(names)))
     x, y = np.asarray(rows, float), np.asarray(y, float)
     used = np.abs(x).sum(axis=0) > 0
     xw, yw = x[:, used] / y[:, None], np.ones_like(y)
@@ -229,6 +231,9 @@ def fit(p: pd.DataFrame) -> Costs:
             ttft_rows.append(_ttft_design("baseline", r["prompt_tokens"]))
             ttft_y.append(r["baseline_ttft_ms"] / 1000)
     ttft, ttft_cov = _wls(ttft_rows, ttft_y, TTFT_PARAMS)
+    if not ttft_rows:
+        return Costs(step, step_cov, ttft, ttft_cov, "fitted to this kit's measurements, without prefill (no TTFT "
+                                                     "measured in the fit split: run 04 or 05 first)")
     return Costs(step, step_cov, ttft, ttft_cov)
 
 

@@ -110,3 +110,11 @@ def test_a_category_at_several_requests_is_predicted_in_mixed_waves():
     alike = speed_model.category_prediction(TRUE, same, n=8, draws=[])
     one_wave = speed_model._speedup(TRUE, "draft_model", 4, 8, [2.4] * 8, 64, 48, 1.0)
     assert alike["speedup"] == pytest.approx(one_wave) and alike["high"] == pytest.approx(alike["low"])
+
+
+def test_without_prefill_measurements_the_step_costs_are_still_fitted_and_say_so():
+    """06 run alone (04's and 05's results absent) has step times but no TTFT: the fit must not fail."""
+    p = measurements()
+    p = p[p["source"] == "06"].assign(ttft_ms=float("nan"), baseline_ttft_ms=float("nan"))
+    costs = speed_model.fit(p)
+    assert costs.step[0] > 0 and not costs.ttft.any() and "without prefill" in costs.label
