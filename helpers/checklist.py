@@ -155,7 +155,7 @@ def _ranges(data: Measurements) -> dict[str, tuple[float, float]]:
 def _extrapolated(answers: Answers, data: Measurements) -> list[str]:
     asked = {"prompt tokens": answers.prompt_tokens, "answer tokens": answers.output_tokens,
              "concurrent requests": answers.concurrency}
-    return [f"extrapolated: {value:g} {name}, outside the measured {low:g}-{high:g}"
+    return [f"extrapolated: {value:g} {name}, outside the measured {low:.0f}-{high:.0f}"
             for name, (low, high) in _ranges(data).items() if not low <= (value := asked[name]) <= high]
 
 

@@ -230,11 +230,10 @@ def fit(p: pd.DataFrame) -> Costs:
         if r["baseline_ttft_ms"] == r["baseline_ttft_ms"]:
             ttft_rows.append(_ttft_design("baseline", r["prompt_tokens"]))
             ttft_y.append(r["baseline_ttft_ms"] / 1000)
-    ttft, ttft_cov = _wls(ttft_rows, ttft_y, TTFT_PARAMS)
-    if not ttft_rows:
-        return Costs(step, step_cov, ttft, ttft_cov, "fitted to this kit's measurements, without prefill (no TTFT "
-                                                     "measured in the fit split: run 04 or 05 first)")
-    return Costs(step, step_cov, ttft, ttft_cov)
+    ttft, ttft_cov = _wls(ttft_rows, ttft_y, TTFT_PARAMS)  # zeros when there are no rows
+    label = Costs.label + ("" if ttft_rows else ", without prefill (no TTFT measured in the fit split: run 04 or "
+                                                "05 first)")
+    return Costs(step, step_cov, ttft, ttft_cov, label)
 
 
 # ---- predictions -------------------------------------------------------------------------------------------------
@@ -363,7 +362,7 @@ def to_frame(costs: Costs) -> pd.DataFrame:
                                       ("ttft", TTFT_PARAMS, costs.ttft, costs.ttft_cov)):
         for i, name in enumerate(names):
             rows.append({"group": group, "parameter": name, "value": values[i], "se": float(np.sqrt(cov[i, i])),
-                         "covariance": [float(x) for x in cov[i]], "split": SPLIT_RULE})
+                         "covariance": [float(x) for x in cov[i]], "split": SPLIT_RULE, "label": costs.label})
     return pd.DataFrame(rows)
 
 
@@ -376,7 +375,8 @@ def from_frame(frame: pd.DataFrame) -> Costs:
 
     step, step_cov = block("step")
     ttft, ttft_cov = block("ttft")
-    return Costs(step, step_cov, ttft, ttft_cov)
+    labels = frame["label"].dropna() if "label" in frame else []  # saved before the label was: the default
+    return Costs(step, step_cov, ttft, ttft_cov, *(labels.iloc[:1] if len(labels) else []))
 
 
 def category_prediction(costs: Costs, per_prompt: pd.DataFrame, n: int = 1, prompt_tokens: float | None = None,

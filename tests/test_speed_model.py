@@ -118,3 +118,6 @@ def test_without_prefill_measurements_the_step_costs_are_still_fitted_and_say_so
     p = p[p["source"] == "06"].assign(ttft_ms=float("nan"), baseline_ttft_ms=float("nan"))
     costs = speed_model.fit(p)
     assert costs.step[0] > 0 and not costs.ttft.any() and "without prefill" in costs.label
+    back = speed_model.from_frame(speed_model.to_frame(costs))
+    assert back.label == costs.label  # the saved form keeps what the fit was made of
+    assert speed_model.from_frame(speed_model.to_frame(costs).drop(columns="label")).label == speed_model.Costs.label
