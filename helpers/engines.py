@@ -20,7 +20,9 @@ from helpers import logs
 from helpers.logs import VLLM_LOGS
 from helpers.profiles import Profile, get_profile
 
-METHODS = ("baseline", "draft_model", "ngram", "draft_alone")  # draft_alone: the draft served by itself, to time it
+# draft_alone: the draft served by itself, to time it; eagle3: an EAGLE-3 head (``spec.draft`` names it within the
+# profile's eagle_heads); suffix: suffix decoding (needs arctic-inference, built by ``make setup``)
+METHODS = ("baseline", "draft_model", "ngram", "draft_alone", "eagle3", "suffix")
 MAX_K = 16
 
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
@@ -46,8 +48,10 @@ class EngineSpec:
     def label(self) -> str:
         if self.method == "baseline":
             return "baseline"
-        if self.method == "ngram":
-            return f"ngram k={self.k}"
+        if self.method in ("ngram", "suffix"):
+            return f"{self.method} k={self.k}"
+        if self.method == "eagle3":
+            return f"eagle3 {self.draft or 'default'} k={self.k}"
         draft = self.draft or _default_draft(self.profile)
         if self.method == "draft_alone":
             return f"draft {draft} alone"
@@ -78,6 +82,14 @@ def validate(spec: EngineSpec) -> tuple[Profile, EngineSpec]:
         raise ValueError(f"k (num_speculative_tokens) must be an integer in 1..{MAX_K}, got {spec.k!r}")
     if spec.draft_sample_method not in ("greedy", "probabilistic"):
         raise ValueError(f"draft_sample_method must be 'greedy' or 'probabilistic', got {spec.draft_sample_method!r}")
+    if spec.method == "eagle3":
+        head = spec.draft or next(iter(profile.eagle_heads), None)
+        profile.eagle_head(head)  # raises for a profile without heads or an unknown one
+        if profile.is_local:
+            _require_folder(profile.eagle_head(head), f"EAGLE-3 head {head!r}")
+        spec = replace(spec, draft=head)
+    if spec.method == "suffix":
+        require_suffix()
     draft = spec.draft or profile.default_draft
     uses_draft = spec.method in ("draft_model", "draft_alone")
     if uses_draft:
@@ -89,13 +101,28 @@ def validate(spec: EngineSpec) -> tuple[Profile, EngineSpec]:
             if not 1 <= first <= last or not 0 <= k <= spec.k:
                 raise ValueError(f"k_per_batch_size entry {(first, last, k)}: need 1 <= first <= last and "
                                  f"0 <= k <= {spec.k} (the spec's k)")
-    spec = replace(spec, draft=draft if uses_draft else None, max_model_len=spec.max_model_len or profile.max_model_len)
+    spec = replace(spec, draft=draft if uses_draft or spec.method == "eagle3" else None, max_model_len=spec.max_model_len or profile.max_model_len)
     if profile.is_local:
         _require_folder(profile.target, "target")
         if uses_draft:
             _require_folder(profile.draft(draft), f"draft {draft!r}")
             check_pair(profile.target, profile.draft(draft))
     return profile, spec
+
+
+def suffix_available() -> bool:
+    """Whether vLLM's suffix decoding can run: it imports ``arctic_inference`` (a source-only package the kit builds
+    in ``make setup``)."""
+    import importlib.util
+
+    return importlib.util.find_spec("arctic_inference") is not None
+
+
+def require_suffix() -> None:
+    if not suffix_available():
+        raise ModuleNotFoundError("suffix decoding needs arctic-inference, which PyPI has only as source: `make setup` "
+                                  "builds it unless SPECDEC_SUFFIX=0 (about 2 minutes on 2 cores, needs g++); or run "
+                                  "`.venv/bin/python scripts/install_suffix.py`")
 
 
 def _require_folder(model: str, what: str) -> None:
@@ -117,6 +144,11 @@ def speculative_config(profile: Profile, spec: EngineSpec) -> dict[str, Any] | N
         return None
     if spec.method == "ngram":
         return {"method": "ngram", "num_speculative_tokens": spec.k, "prompt_lookup_max": 4, "prompt_lookup_min": 2}
+    if spec.method == "suffix":
+        return {"method": "suffix", "num_speculative_tokens": spec.k}
+    if spec.method == "eagle3":
+        return {"method": "eagle3", "model": profile.eagle_head(spec.draft), "num_speculative_tokens": spec.k,
+                "draft_sample_method": spec.draft_sample_method}
     return {
         "method": "draft_model",
         "model": profile.draft(spec.draft),

@@ -103,11 +103,37 @@ def build_target(force: bool = False) -> Path:
     return TARGET_DIR
 
 
+EAGLE_MANIFEST = DRAFTS_DIR / "eagle3.json"  # the EAGLE-3 heads (scripts/train_eagle3.py), one entry per head folder
+
+
+def read_eagle_manifest() -> dict:
+    return json.loads(EAGLE_MANIFEST.read_text()) if EAGLE_MANIFEST.exists() else {}
+
+
 def read_manifest() -> dict:
     path = DRAFTS_DIR / "manifest.json"
     if not path.exists():
         return {"drafts": {}}
     return json.loads(path.read_text())
+
+
+def agreement_changes(committed: dict, retrained: dict, tolerance: float = 0.02) -> list[str]:
+    """Where a re-trained draft's held-out top-1 agreement moved more than ``tolerance`` from the committed
+    manifests' (or is missing), one line each; empty when every draft and EAGLE-3 head reproduces. Each argument:
+    ``{"drafts": drafts/manifest.json's drafts, "eagle3": drafts/eagle3.json}``."""
+    problems = []
+    for section in ("drafts", "eagle3"):
+        for name, entry in committed.get(section, {}).items():
+            new = retrained.get(section, {}).get(name)
+            if new is None:
+                problems.append(f"{section} {name}: not re-trained")
+                continue
+            for category, value in entry["heldout_top1_agreement"].items():
+                got = new["heldout_top1_agreement"].get(category)
+                if got is None or abs(got - value) > tolerance:
+                    problems.append(f"{section} {name} {category}: held-out agreement {got} against {value:.4f} "
+                                    f"committed (tolerance {tolerance})")
+    return problems
 
 
 def draft_dir(name: str) -> Path:

@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from helpers.models import TARGET_DIR, draft_dir, read_manifest
+from helpers.models import DRAFTS_DIR, TARGET_DIR, draft_dir, read_eagle_manifest, read_manifest
 from helpers.vram import budget
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,6 +34,7 @@ class Profile:
     device: str  # "cpu" or "cuda"
     engine_options: dict = field(default_factory=dict)
     gated: bool = False  # the models need an accepted licence and a Hugging Face token to download
+    eagle_heads: dict[str, str] = field(default_factory=dict)  # EAGLE-3 head name -> local folder or Hugging Face id
 
     @property
     def is_local(self) -> bool:
@@ -50,6 +51,14 @@ class Profile:
         (:func:`first_divergence`) instead of asserting equality.
         """
         return self.device == "cpu" and self.dtype == "float32"
+
+    def eagle_head(self, name: str | None = None) -> str:
+        if not self.eagle_heads:
+            raise ValueError(f"profile {self.name!r} has no EAGLE-3 head")
+        name = name or next(iter(self.eagle_heads))
+        if name not in self.eagle_heads:
+            raise ValueError(f"profile {self.name!r} has no EAGLE-3 head {name!r}; it has {sorted(self.eagle_heads)}")
+        return self.eagle_heads[name]
 
     def draft(self, name: str | None = None) -> str:
         name = name or self.default_draft
@@ -115,6 +124,7 @@ def _cpu_profile() -> Profile:
         max_model_len=2048,
         device="cpu",
         engine_options={"enforce_eager": True},
+        eagle_heads={name: str(DRAFTS_DIR / entry["dir"]) for name, entry in read_eagle_manifest().items()},
     )
 
 
@@ -130,6 +140,8 @@ PROFILES = {
         max_model_len=8192,
         device="cuda",
         gated=True,
+        # vLLM's documented EAGLE-3 example for this target (docs/features/speculative_decoding/eagle)
+        eagle_heads={"redhat-eagle3": "RedHatAI/Llama-3.1-8B-Instruct-speculator.eagle3"},
     ),
     "gpu-qwen3": Profile(
         name="gpu-qwen3",
@@ -141,6 +153,8 @@ PROFILES = {
         dtype="bfloat16",
         max_model_len=8192,
         device="cuda",
+        # listed in the speculators docs' pretrained models (user_guide/algorithms/eagle3)
+        eagle_heads={"redhat-eagle3": "RedHatAI/Qwen3-8B-speculator.eagle3"},
     ),
 }
 

@@ -98,7 +98,8 @@ def describe_spec(spec: EngineSpec) -> dict[str, Any]:
     return {
         "hardware": hardware.describe(), "profile": profile.name,
         "target": short_name(draft if spec.method == "draft_alone" else profile.target),
-        "draft": short_name(draft) if draft else ("prompt n-grams" if spec.method == "ngram" else ""),
+        "draft": short_name(draft) if draft else {"ngram": "prompt n-grams", "suffix": "suffix tree",
+                                                  "eagle3": f"EAGLE-3 head {spec.draft}"}.get(spec.method, ""),
         "method": spec.method, "k": spec.k if spec.method != "baseline" else 0, "arm": spec.label(),
     }
 

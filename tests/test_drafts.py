@@ -60,3 +60,17 @@ def test_family_is_advice_not_a_requirement():
 def test_malformed_config_is_refused():
     with pytest.raises(ValueError, match="malformed"):
         check_draft({"hidden_size": 1}, "Qwen/Qwen3-0.6B")
+
+
+def test_retrained_drafts_are_checked_against_the_committed_agreement():
+    from helpers.models import agreement_changes
+
+    committed = {"drafts": {"2l": {"heldout_top1_agreement": {"structured": 0.52, "creative": 0.33}}},
+                 "eagle3": {"eagle3": {"heldout_top1_agreement": {"structured": 0.60}}}}
+    close = {"drafts": {"2l": {"heldout_top1_agreement": {"structured": 0.535, "creative": 0.315}}},
+             "eagle3": {"eagle3": {"heldout_top1_agreement": {"structured": 0.59}}}}
+    assert agreement_changes(committed, close) == []
+    far = {"drafts": {"2l": {"heldout_top1_agreement": {"structured": 0.49, "creative": 0.33}}}}
+    problems = agreement_changes(committed, far)
+    assert any("2l structured" in p for p in problems) and any("eagle3 eagle3: not re-trained" in p for p in problems)
+    assert len(problems) == 2
