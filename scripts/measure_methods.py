@@ -36,18 +36,22 @@ def main() -> None:
     parser.add_argument("--temperature", type=float, default=0.0)
     parser.add_argument("--categories", nargs="+", default=["structured", "creative"])
     parser.add_argument("--eagle-k", type=int, nargs="+", default=[4])
+    parser.add_argument("--methods", nargs="+", default=["draft_model", "eagle3", "ngram", "suffix"])
+    parser.add_argument("--out", default="methods", help="build/results/OUT.csv")
     args = parser.parse_args()
     profile = active_profile()
     baseline = EngineSpec(profile.name)
     arms = [EngineSpec(profile.name, "draft_model", k=profile.k),
             *(EngineSpec(profile.name, "eagle3", k=k, draft=head) for head in profile.eagle_heads for k in args.eagle_k),
             EngineSpec(profile.name, "ngram", k=profile.k)]
-    if suffix_available():
+    with_suffix = suffix_available() and "suffix" in args.methods
+    if with_suffix:
         suffix = EngineSpec(profile.name, "suffix", k=8)
         arms.append(suffix)
+    arms = [a for a in arms if a.method in args.methods]
     frames = []
     for category in args.categories:
-        if suffix_available():  # a fresh tree per category, warmed on a prompt that is not measured
+        if with_suffix:  # a fresh tree per category, warmed on a prompt that is not measured
             from helpers.engines import shutdown_engine
 
             shutdown_engine(suffix)
@@ -55,15 +59,20 @@ def main() -> None:
             warm_kinds(suffix).add((args.temperature > 0, False))
         runs = paired_runs(baseline, arms, prompts(category, args.prompts), temperature=args.temperature,
                            max_tokens=args.max_tokens, repetitions=2, tags={"category": category})
+        base_text = runs[runs["arm"] == "baseline"].set_index(["repetition", "prompt_index"])["text"]
+        runs["identical"] = [t == base_text.get((r, i)) for t, r, i in
+                             runs[["text", "repetition", "prompt_index"]].itertuples(index=False)]
         for rep, group in runs.groupby("repetition"):
             table = summarize(group).assign(category=category, repetition=rep,
                                             suffix_tree="warm" if rep else "cold")
+            # greedy output identical to the baseline's on every prompt (T = 0 only: sampled outputs differ)
+            table["identical_to_baseline"] = table["arm"].map(group.groupby("arm")["identical"].all())
             frames.append(table)
     out = pd.concat(frames, ignore_index=True)
-    path = ROOT / "build" / "results" / "methods.csv"
+    path = ROOT / "build" / "results" / f"{args.out}.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
     out.to_csv(path, index=False)
-    cols = ["category", "repetition", "arm", "acceptance_rate", "tokens_per_verify_step", "c_eff", "speedup",
+    cols = ["category", "repetition", "arm", "identical_to_baseline", "acceptance_rate", "tokens_per_verify_step", "c_eff", "speedup",
             "speedup_ci_low", "speedup_ci_high", "interval"]
     print(markdown(out[[c for c in cols if c in out]]))
     print(f"-> {path.relative_to(ROOT)}")

@@ -173,6 +173,17 @@ def agreement(model, rows: list[dict]) -> dict[str, float]:
     return {cat: ok / max(n, 1) for cat, (ok, n) in sorted(hits.items())}
 
 
+def update(loss, params, optimizer, schedule) -> None:
+    """One optimiser step: gradients clipped to norm 1, then the learning-rate schedule advances."""
+    import torch
+
+    optimizer.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(params, 1.0)
+    optimizer.step()
+    schedule.step()
+
+
 def train(depths: list[int], epochs: int, batch: int, lr: float) -> None:
     import torch
     from safetensors.torch import save_file
@@ -199,11 +210,7 @@ def train(depths: list[int], epochs: int, batch: int, lr: float) -> None:
         for epoch in range(epochs):
             for rows in sequence_batches(train_rows, batch, rng):
                 loss, _ = hidden_to_loss(draft, *to_tensors(rows))
-                optimizer.zero_grad()
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(params, 1.0)
-                optimizer.step()
-                schedule.step()
+                update(loss, params, optimizer, schedule)
                 step += 1
                 if step % 20 == 0:
                     print(f"layers {layers} epoch {epoch} step {step}/{total_steps} loss {loss.item():.3f} "

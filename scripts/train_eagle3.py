@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from train_drafts import SEED, WORK, load_rows, split_rows  # noqa: E402
+from train_drafts import SEED, WORK, load_rows, split_rows, update  # noqa: E402
 
 from helpers.eagle3 import AUX_LAYERS, Eagle3Head, choose_draft_vocab, target_to_draft  # noqa: E402
 from helpers.models import DRAFTS_DIR, EAGLE_MANIFEST, TARGET_DIR, read_eagle_manifest, sha256_of  # noqa: E402
@@ -163,12 +163,7 @@ def train(steps: int, epochs: int, batch: int, lr: float, vocab: int, soft: bool
             data = batch_tensors([train_rows[i] for i in picked], [train_feats[i] for i in picked], embed,
                                  to_draft, steps)
             losses, _ = step_losses(head, data, to_draft, steps, soft)
-            loss = sum(0.8**s * value for s, value in enumerate(losses))
-            optimizer.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, 1.0)
-            optimizer.step()
-            schedule.step()
+            update(sum(0.8**s * value for s, value in enumerate(losses)), params, optimizer, schedule)
             step += 1
             if step % 20 == 0:
                 print(f"epoch {epoch} step {step}/{total} loss {' '.join(f'{v.item():.2f}' for v in losses)} "
