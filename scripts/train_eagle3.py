@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from train_drafts import SEED, WORK, load_rows, split_rows, update  # noqa: E402
 
 from helpers.eagle3 import AUX_LAYERS, Eagle3Head, choose_draft_vocab, target_to_draft  # noqa: E402
-from helpers.models import DRAFTS_DIR, EAGLE_MANIFEST, TARGET_DIR, read_eagle_manifest, sha256_of  # noqa: E402
+from helpers.models import DRAFTS_DIR, EAGLE_MANIFEST, TARGET_DIR, sha256_of  # noqa: E402
 
 FEATURES = WORK / "eagle3_features.pt"
 TOP = 20
@@ -117,7 +117,7 @@ def agreement(head, rows, feats, embed, to_draft, steps: int) -> dict[str, list[
     return {cat: [round(ok / max(n, 1), 4) for ok, n in acc] for cat, acc in sorted(totals.items())}
 
 
-def train(steps: int, epochs: int, batch: int, lr: float, vocab: int, soft: bool) -> None:
+def train(steps: int, epochs: int, batch: int, lr: float, vocab: int, soft: bool, out_dir: Path = DRAFTS_DIR) -> None:
     from safetensors.torch import load_file
 
     torch.manual_seed(SEED)
@@ -171,8 +171,9 @@ def train(steps: int, epochs: int, batch: int, lr: float, vocab: int, soft: bool
     seconds = round(time.perf_counter() - start)
     after = agreement(head.eval(), held_rows, held_feats, embed, to_draft, steps)
     name = "eagle3-soft" if soft else "eagle3"
-    out = head.save(DRAFTS_DIR / name)
-    manifest = read_eagle_manifest()
+    out = head.save(out_dir / name)
+    manifest_path = out_dir / EAGLE_MANIFEST.name
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
     manifest[name] = {
         "dir": out.name, "method": "eagle3", "labels": "target top-20 distribution" if soft else "target argmax",
         "aux_layers": list(AUX_LAYERS), "draft_vocab_size": vocab, "heldout_vocab_coverage": round(held_coverage, 4),
@@ -185,7 +186,7 @@ def train(steps: int, epochs: int, batch: int, lr: float, vocab: int, soft: bool
         "heldout_agreement_by_draft_position": after,
         "sha256": sha256_of(out / "model.safetensors"),
     }
-    EAGLE_MANIFEST.write_text(json.dumps(manifest, indent=2) + "\n")
+    manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
     print(f"{name}: agreement {before} -> {after} in {seconds} s", flush=True)
 
 
@@ -200,11 +201,13 @@ def main() -> None:
     t.add_argument("--lr", type=float, default=2e-3)
     t.add_argument("--vocab", type=int, default=8192)
     t.add_argument("--soft", action="store_true", help="learn the target's distribution, not its argmax")
+    t.add_argument("--out-dir", type=Path, default=DRAFTS_DIR, help="where the head and eagle3.json go (a re-run "
+                   "to compare with the committed one: somewhere else)")
     args = parser.parse_args()
     if args.stage == "features":
         features()
     else:
-        train(args.steps, args.epochs, args.batch, args.lr, args.vocab, args.soft)
+        train(args.steps, args.epochs, args.batch, args.lr, args.vocab, args.soft, args.out_dir)
 
 
 if __name__ == "__main__":
