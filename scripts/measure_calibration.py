@@ -5,8 +5,9 @@ Theory, for one draft position: greedy drafting proposes argmax q, accepted with
 probabilistic drafting proposes x ~ q_T, accepted with probability sum_x min(p_T(x), q_T(x)). The second is larger
 only where q_T is close to p_T: a calibrated draft. ``--offline`` computes both for the first draft position from
 the held-out training answers (build/train/eagle3_features.pt; p_T from the target's top-20 log-probabilities,
-renormalised); the default measures acceptance in vLLM: one untimed batched run per (arm, category) on the suite's
-first ``--prompts`` prompts, ``--samples`` samples each, vLLM's counters. Writes build/results/calibration.csv.
+renormalised); the default measures acceptance in vLLM: per arm, one untimed batched run of ``--samples`` answers per prompt
+for each of the suite's first ``--prompts`` prompts of a category (vLLM's counters), then compares the two
+drafting methods prompt by prompt (an interval over prompts). Writes build/results/calibration.csv.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ def offline(temperature: float) -> pd.DataFrame:
 
 
 def measured(temperature: float, n_prompts: int, samples: int, max_tokens: int) -> pd.DataFrame:
+    from helpers import hardware
     from helpers.engines import EngineSpec, shutdown_engine
     from helpers.profiles import active_profile
     from helpers.timing import run, sampling_params
@@ -81,17 +83,32 @@ def measured(temperature: float, n_prompts: int, samples: int, max_tokens: int) 
     out = []
     for spec in arms:
         for category in ("structured", "creative"):
-            chosen = prompts(category, n_prompts)
-            result = run(spec, [p for p in chosen for _ in range(samples)],
-                         sampling_params(temperature, max_tokens), batch=True)
-            c = result["counters"]
-            out.append({"arm": spec.label(), "draft_sample_method": spec.draft_sample_method, "category": category,
-                        "temperature": temperature, "prompts": n_prompts, "samples_per_prompt": samples,
-                        "draft_tokens": c.draft_tokens, "accepted": c.accepted, "acceptance_rate": c.acceptance_rate,
-                        "per_position": list(c.per_position)})
-            print(out[-1], flush=True)
+            for prompt in prompts(category, n_prompts):  # one batch of `samples` answers per prompt
+                c = run(spec, [prompt] * samples, sampling_params(temperature, max_tokens), batch=True)["counters"]
+                out.append({"hardware": hardware.describe(), "arm": spec.label(), "draft_sample_method": spec.draft_sample_method,
+                            "category": category, "prompt": prompt[:60], "temperature": temperature,
+                            "samples": samples, "draft_tokens": c.draft_tokens, "accepted": c.accepted,
+                            "acceptance_rate": c.acceptance_rate, "per_position": list(c.per_position)})
+            print(out[-1]["arm"], spec.draft_sample_method, category, "done", flush=True)
         shutdown_engine(spec)
     return pd.DataFrame(out)
+
+
+def compare(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per arm and category: mean acceptance over prompts, greedy and probabilistic, and the paired difference
+    (probabilistic - greedy) with a 95% t interval over prompts."""
+    from scipy.stats import t
+
+    rows = []
+    for (arm, category), group in frame.groupby(["arm", "category"], sort=False):
+        wide = group.pivot(index="prompt", columns="draft_sample_method", values="acceptance_rate").dropna()
+        diff = wide["probabilistic"] - wide["greedy"]
+        half = t.ppf(0.975, len(diff) - 1) * diff.std(ddof=1) / len(diff) ** 0.5
+        rows.append({"arm": arm, "category": category, "prompts": len(diff),
+                     "greedy": round(wide["greedy"].mean(), 3), "probabilistic": round(wide["probabilistic"].mean(), 3),
+                     "difference": round(diff.mean(), 3), "low": round(diff.mean() - half, 3),
+                     "high": round(diff.mean() + half, 3)})
+    return pd.DataFrame(rows)
 
 
 def main() -> None:
@@ -107,7 +124,7 @@ def main() -> None:
     path = ROOT / "build" / "results" / f"calibration{'-offline' if args.offline else ''}.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
     frame.to_csv(path, index=False)
-    print(frame.to_string())
+    print(frame.to_string() if args.offline else compare(frame).to_string())
     print(f"-> {path.relative_to(ROOT)}")
 
 

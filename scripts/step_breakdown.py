@@ -1,0 +1,106 @@
+"""Where the time of one engine step goes, in-engine: the baseline against each speculative arm, one request at a
+time, greedy (T = 0), on the suite's structured prompts.
+
+Spies on vLLM's model runner (the CPU runner inherits these from ``GPUModelRunner``) time each decode step's parts:
+``_model_forward`` (the target's forward pass: 1 token, or k + 1 when verifying), the rest of ``execute_model``
+(input preparation, logits), ``_sample`` (sampler / rejection sampler), ``propose_draft_token_ids`` (the drafter),
+the rest of ``sample_tokens`` (bookkeeping), and what is left of the step's period (scheduler, output processing,
+detokenisation: the time from one step's start to the next's). A step is a decode step when it schedules at most
+k + 1 tokens per request; prefill steps are left out. Prints one row per arm (ms per decode step) and what
+tokens per verify step each arm would need for ``--target``x; writes build/results/step_breakdown.csv.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import time
+from pathlib import Path
+
+import pandas as pd
+from vllm.v1.worker.gpu_model_runner import GPUModelRunner
+
+from helpers import hardware
+from helpers.engines import EngineSpec
+from helpers.profiles import active_profile
+from helpers.results import markdown
+from helpers.timing import run, sampling_params
+from helpers.workloads import prompts
+
+ROOT = Path(__file__).resolve().parent.parent
+PARTS = {"_model_forward": "target_forward_ms", "_sample": "sampler_ms", "propose_draft_token_ids": "draft_ms"}
+steps: list[dict] = []
+
+
+def spy(name: str):
+    original = getattr(GPUModelRunner, name)
+
+    @functools.wraps(original)
+    def timed(self, *args, **kwargs):
+        if name == "execute_model":
+            steps.append({"start": time.perf_counter(), "tokens": args[0].total_num_scheduled_tokens})
+        start = time.perf_counter()
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            if steps:
+                key = PARTS.get(name, f"{name}_ms")
+                steps[-1][key] = steps[-1].get(key, 0.0) + 1000 * (time.perf_counter() - start)
+
+    setattr(GPUModelRunner, name, timed)
+
+
+def measure(spec: EngineSpec, chosen: list[str], params, decode_limit: int) -> dict:
+    run(spec, chosen[:1], params)  # warm-up: the engine is built and its first request is not timed
+    rows, tokens, accepted, drafts = [], 0, 0, 0
+    for prompt in chosen:
+        steps.clear()
+        result = run(spec, [prompt], params)
+        ends = [s["start"] for s in steps[1:]]  # a step's period ends where the next one starts
+        rows += [dict(s, period_ms=1000 * (end - s["start"])) for s, end in zip(steps, ends)
+                 if 0 < s["tokens"] <= decode_limit]
+        tokens += len(result["outputs"][0].outputs[0].token_ids)
+        accepted, drafts = accepted + result["counters"].accepted, drafts + result["counters"].draft_tokens
+    frame = pd.DataFrame(rows).fillna(0.0)
+    frame["prep_and_logits_ms"] = frame["execute_model_ms"] - frame["target_forward_ms"]
+    frame["bookkeeping_ms"] = frame["sample_tokens_ms"] - frame["sampler_ms"] - frame.get("draft_ms", 0.0)
+    frame["scheduler_and_output_ms"] = frame["period_ms"] - frame["execute_model_ms"] - frame["sample_tokens_ms"]
+    cols = ["period_ms", "target_forward_ms", "prep_and_logits_ms", "sampler_ms", "draft_ms", "bookkeeping_ms",
+            "scheduler_and_output_ms"]
+    out = {"hardware": hardware.describe(), "arm": spec.label(), "decode_steps": len(frame)}
+    out |= {c: round(frame[c].mean(), 2) if c in frame else 0.0 for c in cols}
+    # tokens per decode step: every request's tokens after the first (the prefill step writes one), over its decode
+    # steps (each request's last step has no next start to time it, but it wrote tokens: it counts here)
+    out["tokens_per_step"] = round((tokens - len(chosen)) / (len(frame) + len(chosen)), 3)
+    out["acceptance_rate"] = round(accepted / drafts, 3) if drafts else None
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--prompts", type=int, default=8)
+    parser.add_argument("--max-tokens", type=int, default=64)
+    parser.add_argument("--k", type=int, default=4)
+    parser.add_argument("--target", type=float, default=2.0)
+    args = parser.parse_args()
+    for name in ("execute_model", "sample_tokens", *PARTS):
+        spy(name)
+    profile = active_profile()
+    arms = [EngineSpec(profile.name), EngineSpec(profile.name, "draft_model", k=args.k),
+            *(EngineSpec(profile.name, "eagle3", k=args.k, draft=head) for head in profile.eagle_heads),
+            EngineSpec(profile.name, "ngram", k=args.k)]
+    chosen, params = prompts("structured", args.prompts), sampling_params(0.0, args.max_tokens)
+    table = pd.DataFrame([measure(spec, chosen, params, 1 if spec.method == "baseline" else args.k + 1) for spec in arms])
+    base = table["period_ms"].iloc[0] / table["tokens_per_step"].iloc[0]
+    table["step_cost_ratio"] = (table["period_ms"] / table["period_ms"].iloc[0]).round(3)
+    table["decode_speedup"] = (base * table["tokens_per_step"] / table["period_ms"]).round(3)
+    table[f"tokens_per_step_for_{args.target:g}x"] = (args.target * table["step_cost_ratio"]).round(2)
+    path = ROOT / "build" / "results" / "step_breakdown.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(path, index=False)
+    print(markdown(table))
+    print(f"-> {path.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
