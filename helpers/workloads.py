@@ -13,6 +13,9 @@ import pandas as pd
 SUITE = Path(__file__).resolve().parent.parent / "data" / "prompts" / "suite.jsonl"
 CATEGORIES = ("structured", "creative")  # the short-prompt categories
 LONG_CONTEXT = "long_context"
+# An agent-like loop: one request after another with the same output schema, so answers share long spans with
+# earlier answers (suffix decoding's case); not part of the suite's categories
+AGENT_LOOP = SUITE.parent / "agent_loop.jsonl"
 
 
 def load_suite(path: Path = SUITE) -> pd.DataFrame:
@@ -40,6 +43,12 @@ def prompts(category: str, n: int | None = None, path: Path = SUITE) -> list[str
     """The first ``n`` prompts of ``category`` (all when ``n`` is None), spread across its subcategories."""
     chosen = ordered(category, path)["prompt"].tolist()
     return chosen[:n] if n else chosen
+
+
+def agent_loop_prompts(n: int | None = None) -> list[str]:
+    """The agent-loop requests, in the loop's order."""
+    rows = [json.loads(line)["prompt"] for line in AGENT_LOOP.read_text().splitlines() if line.strip()]
+    return rows[:n]
 
 
 def chat_token_ids(tokenizer, message: str) -> list[int]:

@@ -23,7 +23,7 @@ from helpers.engines import EngineSpec, suffix_available  # noqa: E402
 from helpers.profiles import active_profile  # noqa: E402
 from helpers.results import markdown  # noqa: E402
 from helpers.timing import paired_runs, run, sampling_params, summarize, warm_kinds  # noqa: E402
-from helpers.workloads import prompts  # noqa: E402
+from helpers.workloads import agent_loop_prompts, prompts  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 UNRELATED = "Name three rivers in Europe and the countries they flow through."
@@ -34,7 +34,8 @@ def main() -> None:
     parser.add_argument("--prompts", type=int, default=8)
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--temperature", type=float, default=0.0)
-    parser.add_argument("--categories", nargs="+", default=["structured", "creative"])
+    parser.add_argument("--categories", nargs="+", default=["structured", "creative"],
+                        help="suite categories, or agent_loop (data/prompts/agent_loop.jsonl, in its order)")
     parser.add_argument("--eagle-k", type=int, nargs="+", default=[4])
     parser.add_argument("--methods", nargs="+", default=["draft_model", "eagle3", "ngram", "suffix"])
     parser.add_argument("--out", default="methods", help="build/results/OUT.csv")
@@ -57,7 +58,8 @@ def main() -> None:
             shutdown_engine(suffix)
             run(suffix, [UNRELATED], sampling_params(args.temperature, args.max_tokens))
             warm_kinds(suffix).add((args.temperature > 0, False))
-        runs = paired_runs(baseline, arms, prompts(category, args.prompts), temperature=args.temperature,
+        chosen = agent_loop_prompts(args.prompts) if category == "agent_loop" else prompts(category, args.prompts)
+        runs = paired_runs(baseline, arms, chosen, temperature=args.temperature,
                            max_tokens=args.max_tokens, repetitions=2, tags={"category": category})
         base_text = runs[runs["arm"] == "baseline"].set_index(["repetition", "prompt_index"])["text"]
         runs["identical"] = [t == base_text.get((r, i)) for t, r, i in

@@ -50,6 +50,15 @@ def test_suite_has_eight_prompts_per_category():
     assert counts.min() >= 8 and set(counts.index) == {"structured", "creative", LONG_CONTEXT}
 
 
+def test_agent_loop_is_eight_distinct_requests_with_one_schema():
+    from helpers.workloads import agent_loop_prompts
+
+    loop = agent_loop_prompts()
+    assert len(loop) >= 8 and len(set(loop)) == len(loop) and agent_loop_prompts(3) == loop[:3]
+    schema = loop[0].split("Ticket")[0]  # the shared instruction: answers share spans with earlier answers
+    assert all(p.startswith(schema) for p in loop)
+
+
 def test_long_context_prompt_fits_the_length_and_keeps_the_answer(cpu_models):
     from transformers import AutoTokenizer
 
