@@ -14,8 +14,9 @@ SUITE = Path(__file__).resolve().parent.parent / "data" / "prompts" / "suite.jso
 CATEGORIES = ("structured", "creative")  # the short-prompt categories
 LONG_CONTEXT = "long_context"
 # An agent-like loop: one request after another with the same output schema, so answers share long spans with
-# earlier answers (suffix decoding's case); not part of the suite's categories
-AGENT_LOOP = SUITE.parent / "agent_loop.jsonl"
+# earlier answers (suffix decoding's case); not part of the suite, and kept outside data/prompts so that adding it
+# does not make the reference (which hashes data/prompts) stale
+AGENT_LOOP = SUITE.parent.parent / "workloads" / "agent_loop.jsonl"
 
 
 def load_suite(path: Path = SUITE) -> pd.DataFrame:

@@ -35,7 +35,7 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--temperature", type=float, default=0.0)
     parser.add_argument("--categories", nargs="+", default=["structured", "creative"],
-                        help="suite categories, or agent_loop (data/prompts/agent_loop.jsonl, in its order)")
+                        help="suite categories, or agent_loop (data/workloads/agent_loop.jsonl, in its order)")
     parser.add_argument("--eagle-k", type=int, nargs="+", default=[4])
     parser.add_argument("--methods", nargs="+", default=["draft_model", "eagle3", "ngram", "suffix"])
     parser.add_argument("--out", default="methods", help="build/results/OUT.csv")
