@@ -34,6 +34,10 @@ GPUS = {"RTX PRO 6000 Blackwell (the talk's card class)": (96, 1.792e12, 5.0e14)
 DEFAULT_GPU = next(iter(GPUS))
 
 
+class NotMeasured(ValueError):
+    """A method the kit has not measured for the answers (a workload, a pair): left out of the recommendation."""
+
+
 @dataclass(frozen=True)
 class Answers:
     workload: str  # a category measured in 04 ("structured", "creative") or LONG_DOCUMENT
@@ -103,14 +107,15 @@ def _acceptance(answers: Answers, data: Measurements, method: str) -> tuple[pd.D
     if answers.measured_tau and method in answers.measured_tau:
         taus = list(answers.measured_tau[method])
         per_prompt = pd.DataFrame({"method": method, "k": data.k, "tau": taus, "prompt_tokens": answers.prompt_tokens,
-                                   "output_tokens": answers.output_tokens, "drafted_steps": 1.0, "verify_steps": 1.0})
+                                   "output_tokens": answers.output_tokens, "drafted_steps": 1.0, "verify_steps": 1.0,
+                                   "draft_tokens": float(data.k)})
         return per_prompt, (f"your prompts, measured: {np.mean(taus):.2f} tokens per verify step (the servers' own "
                             "counters, notebook 07)"), flags
     if answers.workload == LONG_DOCUMENT:
         rows = data.long_context[data.long_context["method"] == method]
         rows = rows[rows["request_tau"].map(_taus).map(len) > 0]
         if rows.empty:
-            raise ValueError(f"no measurement of {method} on long documents (05)")
+            raise NotMeasured(f"{method}: not measured on long documents (05)")
         lengths = rows["prompt_tokens"].to_numpy(float)
         row = rows.iloc[int(np.argmin(np.abs(np.log(lengths) - np.log(answers.prompt_tokens))))]
         taus = _taus(row["request_tau"])
@@ -126,7 +131,7 @@ def _acceptance(answers: Answers, data: Measurements, method: str) -> tuple[pd.D
         raise ValueError("no per-prompt acceptance (04): run notebook 04")
     rows = data.acceptance[(data.acceptance["category"] == answers.workload) & (data.acceptance["method"] == method)]
     if rows.empty:
-        raise ValueError(f"no measurement of {method} on {answers.workload!r} prompts (04)")
+        raise NotMeasured(f"{method}: not measured on {answers.workload!r} prompts (04)")
     temps = np.array(sorted(rows["temperature"].unique()))
     nearest = float(temps[np.argmin(np.abs(temps - answers.temperature))])
     if nearest != answers.temperature:
@@ -204,13 +209,21 @@ def predict_option(answers: Answers, data: Measurements, method: str, draws: int
         costs = roofline_costs(answers)
         cost_reason = (f"step costs {costs.label}: the acceptance above is the kit's pair's, not "
                        f"{_short(answers.target_config)} + {_short(answers.draft_config)}'s")
+    if method not in costs.methods:
+        raise NotMeasured(f"{method}: no step cost for it in the speed model ({costs.label})"
+                          if measured_pair else f"{method}: the kit measured its own EAGLE-3 head only, not one "
+                          f"for {_short(answers.target_config)}")
+    if method in speed_model.ONE_REQUEST_ONLY and answers.concurrency > 1:
+        flags.append(f"extrapolated: {method} at {answers.concurrency} concurrent requests; it was timed one "
+                     "request at a time (04), and its per-step cost is taken not to grow with the batch")
     per_prompt = per_prompt.assign(method=method)
     prediction = speed_model.category_prediction(costs, per_prompt, n=answers.concurrency,
                                                  prompt_tokens=answers.prompt_tokens,
                                                  output_tokens=answers.output_tokens,
                                                  draws=costs.draws(draws) if measured_pair else [])
     ctx = answers.prompt_tokens + answers.output_tokens / 2
-    f = float(per_prompt["drafted_steps"].sum() / per_prompt["verify_steps"].sum()) if method == "ngram" else 1.0
+    f = speed_model.draft_share(method, data.k, per_prompt["verify_steps"].sum(), per_prompt["drafted_steps"].sum(),
+                                per_prompt["draft_tokens"].sum() if "draft_tokens" in per_prompt else float("nan"))
     ratio = costs.step_s(method, answers.concurrency, data.k, ctx, f) / costs.step_s("baseline", answers.concurrency,
                                                                                     data.k, ctx)
     prefill = costs.ttft_s("baseline", answers.prompt_tokens)
@@ -251,8 +264,11 @@ def vram_check(answers: Answers, method: str) -> dict:
     elif draft is not None:
         reason = (f"fits with {with_draft['free'] / 1e9:.1f} GB free; the draft's weights and KV cost "
                   f"{alone['max_batch'] - with_draft['max_batch']} of {alone['max_batch']} sequences of capacity")
+    elif method == "eagle3":
+        reason = (f"fits with {with_draft['free'] / 1e9:.1f} GB free without the EAGLE-3 head's own weights and KV "
+                  "cache (one layer: small beside the target's, not counted here)")
     else:
-        reason = f"fits with {with_draft['free'] / 1e9:.1f} GB free; n-gram adds no weights and no KV cache"
+        reason = f"fits with {with_draft['free'] / 1e9:.1f} GB free; {method} adds no weights and no KV cache"
     return {"fits": bool(with_draft["fits"]), "reason": "VRAM: " + reason}
 
 
@@ -262,9 +278,13 @@ def recommend(answers: Answers, data: Measurements) -> dict:
     whole interval is above 1, "leave it off" when every option's is below 1, otherwise "no clear gain"."""
     if answers.workload not in data.workloads():
         raise ValueError(f"no measurement of {answers.workload!r}; measured: {', '.join(data.workloads())}")
-    options = []
+    options, not_predicted = [], []
     for method in data.methods():
-        prediction = predict_option(answers, data, method)
+        try:
+            prediction = predict_option(answers, data, method)
+        except NotMeasured as missing:
+            not_predicted.append(str(missing))
+            continue
         memory = vram_check(answers, method)
         prediction["reasons"].append(memory["reason"])
         prediction["fits"] = memory["fits"]
@@ -302,7 +322,8 @@ def recommend(answers: Answers, data: Measurements) -> dict:
     extrapolated = sorted({r for o in options for r in o["extrapolated"]})
     caveat = ("A prediction of the speed model (helpers.speed_model): measured acceptance over per-step costs, "
               "checked in notebook 06 on measurements it was not fitted on."
-              + (" Outside what was measured: " + "; ".join(extrapolated) + "." if extrapolated else ""))
+              + (" Outside what was measured: " + "; ".join(extrapolated) + "." if extrapolated else "")
+              + (" Not predicted: " + "; ".join(not_predicted) + "." if not_predicted else ""))
     return {"verdict": verdict, "best": best, "options": options, "caveat": caveat, "source": str(data.source)}
 
 

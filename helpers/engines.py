@@ -44,10 +44,15 @@ class EngineSpec:
     # vLLM's dynamic speculation: ((first batch size, last batch size, k), ...); k = 0 turns drafting off;
     # a last batch size of OPEN_END or more means "and every larger batch"
     k_per_batch_size: tuple[tuple[int, int, int], ...] | None = None
+    # suffix decoding: how many earlier answers its global tree keeps (None: vLLM's default, 10,000); 0 turns the
+    # global tree off, so each request drafts from its own prompt and answer only: no request is helped by others
+    suffix_cached_requests: int | None = None
 
     def label(self) -> str:
         if self.method == "baseline":
             return "baseline"
+        if self.method == "suffix" and self.suffix_cached_requests == 0:
+            return f"suffix k={self.k}, no earlier answers"
         if self.method in ("ngram", "suffix"):
             return f"{self.method} k={self.k}"
         if self.method == "eagle3":
@@ -145,7 +150,9 @@ def speculative_config(profile: Profile, spec: EngineSpec) -> dict[str, Any] | N
     if spec.method == "ngram":
         return {"method": "ngram", "num_speculative_tokens": spec.k, "prompt_lookup_max": 4, "prompt_lookup_min": 2}
     if spec.method == "suffix":
-        return {"method": "suffix", "num_speculative_tokens": spec.k}
+        return {"method": "suffix", "num_speculative_tokens": spec.k,
+                **({"suffix_decoding_max_cached_requests": spec.suffix_cached_requests}
+                   if spec.suffix_cached_requests is not None else {})}
     if spec.method == "eagle3":
         return {"method": "eagle3", "model": profile.eagle_head(spec.draft), "num_speculative_tokens": spec.k,
                 "draft_sample_method": spec.draft_sample_method}

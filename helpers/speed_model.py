@@ -8,8 +8,13 @@ costs is linear in what it computes:
     t_D(N, ctx) = a_D + b_D N + e_D N ctx    the draft model, the same (measured serving the draft alone)
     draft-model step, n sequences:  t_T(n (k + 1), ctx) + k (t_D(n, ctx) + x_D) + o_D
     n-gram step, n sequences:       t_T(n, ctx) + f (t_T(n (k + 1), ctx) - t_T(n, ctx)) + o_N
+    EAGLE-3 step, n sequences:      t_T(n (k + 1), ctx) + k x_E
+    suffix step, n sequences:       t_T(n, ctx) + f (t_T(n (k + 1), ctx) - t_T(n, ctx)) + o_S
 
-(f: the share of steps that proposed a draft; n-gram proposes none where it finds no match). Divided by a plain
+(f: the share of steps that proposed a draft; n-gram proposes none where it finds no match; suffix decoding drafts
+a varying number of tokens, so its f is the draft tokens per step over k, :func:`draft_share`). An EAGLE-3 head is
+one small layer over the target's own hidden states: x_E is what one of its draft passes costs, measured one
+request at a time only (04), so its growth with the number of sequences is not modelled. Divided by a plain
 decode step t_T(n, ctx), a step costs R = 1 + k c_draft(n) + verify(n, k) + overhead(n): the draft's k passes, the
 target scoring k + 1 tokens per sequence instead of 1, and the engine's own per-step work (:func:`cost_terms`).
 Prefill: TTFT(P) = q0 + q1 P + q2 P^2 for P prompt tokens in one step; a draft model adds u0 + u1 P (it prefills
@@ -30,14 +35,27 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-STEP_PARAMS = ("a_T", "b_T", "e_T", "a_D", "b_D", "e_D", "x_D", "o_D", "o_N")
-TTFT_PARAMS = ("q0", "q1", "q2", "u0", "u1", "u_N")
-SPECULATIVE = ("draft_model", "ngram")
+STEP_PARAMS = ("a_T", "b_T", "e_T", "a_D", "b_D", "e_D", "x_D", "o_D", "o_N", "x_E", "o_S")
+TTFT_PARAMS = ("q0", "q1", "q2", "u0", "u1", "u_N", "u_E", "u_S")
+SPECULATIVE = ("draft_model", "ngram", "eagle3", "suffix")
+ONE_REQUEST_ONLY = ("eagle3", "suffix")  # timed one request at a time only (04): no step cost measured at n > 1
 DRAWS = 400  # parameter draws for the model's uncertainty
-SPLIT_RULE = ("fit: 04's k sweep at its shortest and longest k (T = 0, both categories); 05 at its shortest and "
-              "longest prompt length; 06 at its smallest and largest concurrency. Held out: every other "
-              "speculative point of 04, 05 and 06 (04 at the profile's k and the k between, every temperature; "
-              "05's middle lengths; 06's middle concurrencies).")
+SPLIT_RULE = ("fit: 04's k sweep at its shortest and longest k (T = 0, both categories); 04's EAGLE-3 and suffix "
+              "points at T = 0; 05 at its shortest and longest prompt length; 06 at its smallest and largest "
+              "concurrency. Held out: every other speculative point of 04, 05 and 06 (04 at the profile's k and the "
+              "k between, every temperature, and EAGLE-3 and suffix at T > 0; 05's middle lengths; 06's middle "
+              "concurrencies).")
+
+
+def draft_share(method: str, k: int, verify_steps: float, drafted_steps: float, draft_tokens: float) -> float:
+    """f of the step cost: the share of the k draft slots a step fills. n-gram drafts k tokens or none (the share of
+    steps that drafted); suffix decoding drafts any number up to k (draft tokens per step over k); the draft model
+    and EAGLE-3 always draft k."""
+    if method == "ngram":
+        return drafted_steps / verify_steps if verify_steps > 0 else float("nan")
+    if method == "suffix":
+        return draft_tokens / (k * verify_steps) if verify_steps > 0 and k > 0 else float("nan")
+    return 1.0
 
 
 # ---- the split ---------------------------------------------------------------------------------------------------
@@ -49,6 +67,9 @@ def points(grid: pd.DataFrame | None, long: pd.DataFrame | None, batch: pd.DataF
     frames = []
     if grid is not None and len(grid):
         g = grid[grid["method"] != "baseline"].assign(source="04", n=1)
+        if "draft_tokens_per_step" in g:  # suffix decoding's f (draft_share), from the point's own counters
+            suffix = g["method"] == "suffix"
+            g.loc[suffix, "draft_fraction"] = g.loc[suffix, "draft_tokens_per_step"] / g.loc[suffix, "k"]
         g["point"] = "04 " + g["category"] + " T=" + g["temperature"].map("{:g}".format) + " " + g["arm"]
         frames.append(g)
     if long is not None and len(long):
@@ -77,6 +98,7 @@ def in_fit(p: pd.DataFrame) -> pd.Series:
     if g.any():
         ks = p.loc[g & (p["method"] == "draft_model"), "k"]
         fit |= g & (p["temperature"] == 0) & p["k"].isin([ks.min(), ks.max()]) & (ks.min() < ks.max())
+        fit |= g & (p["temperature"] == 0) & p["method"].isin(ONE_REQUEST_ONLY)
     for source, column in (("05", "prompt_length"), ("06", "n")):
         s = p["source"] == source
         if s.any():
@@ -95,12 +117,19 @@ class Costs:
     ttft: np.ndarray
     ttft_cov: np.ndarray
     label: str = "fitted to this kit's measurements"
+    # the methods whose step times were in the fit (a term no row informs is 0, which is not a cost of 0)
+    methods: tuple[str, ...] = ("baseline", "draft_model", "ngram")
 
     def draws(self, n: int = DRAWS, seed: int = 0) -> list[Costs]:
         rng = np.random.default_rng(seed)
         steps = rng.multivariate_normal(self.step, self.step_cov, n, method="svd")
         ttfts = rng.multivariate_normal(self.ttft, self.ttft_cov, n, method="svd")
-        return [Costs(s, self.step_cov, t, self.ttft_cov, self.label) for s, t in zip(steps, ttfts)]
+        return [Costs(s, self.step_cov, t, self.ttft_cov, self.label, self.methods) for s, t in zip(steps, ttfts)]
+
+    def check(self, method: str) -> None:
+        if method not in self.methods:
+            raise ValueError(f"the speed model has no step cost for {method}: it was fitted to "
+                             f"{', '.join(self.methods)} (notebook 04 times {method}, notebook 06 fits the model)")
 
     def target(self, tokens, ctx):
         a, b, e = self.step[:3]
@@ -112,6 +141,7 @@ class Costs:
 
     def step_s(self, method: str, n: int, k: int, ctx: float, f: float = 1.0) -> float:
         """One decode step of ``n`` sequences: plain (``baseline``), or verifying k drafted tokens."""
+        self.check(method)
         base = self.target(n, ctx)
         if method == "baseline":
             return base
@@ -120,12 +150,17 @@ class Costs:
             return verify + k * (self.draft(n, ctx) + self.step[6]) + self.step[7]
         if method == "ngram":
             return base + f * (verify - base) + self.step[8]
+        if method == "eagle3":
+            return verify + k * self.step[9]
+        if method == "suffix":
+            return base + f * (verify - base) + self.step[10]
         raise ValueError(f"no cost model for method {method!r}")
 
     def ttft_s(self, method: str, prompt_tokens: float) -> float:
-        q0, q1, q2, u0, u1, u_n = self.ttft
+        q0, q1, q2, u0, u1, u_n, u_e, u_s = self.ttft
         base = q0 + q1 * prompt_tokens + q2 * prompt_tokens ** 2
-        return base + {"baseline": 0.0, "draft_model": u0 + u1 * prompt_tokens, "ngram": u_n}[method]
+        return base + {"baseline": 0.0, "draft_model": u0 + u1 * prompt_tokens, "ngram": u_n, "eagle3": u_e,
+                       "suffix": u_s}[method]
 
 
 class RooflineCosts(Costs):
@@ -136,7 +171,7 @@ class RooflineCosts(Costs):
 
     def __init__(self, target: dict, draft: dict, bandwidth: float, flops: float, label: str):
         super().__init__(np.zeros(len(STEP_PARAMS)), np.zeros((len(STEP_PARAMS),) * 2), np.zeros(len(TTFT_PARAMS)),
-                         np.zeros((len(TTFT_PARAMS),) * 2), label)
+                         np.zeros((len(TTFT_PARAMS),) * 2), label, ("baseline", "draft_model", "ngram", "suffix"))
         object.__setattr__(self, "models", (target, draft, bandwidth, flops))
 
     def _pass(self, model: dict, tokens, ctx):
@@ -160,22 +195,27 @@ class RooflineCosts(Costs):
 
 
 def _design(method: str, n, k, ctx, f) -> list[float]:
+    """One row of the step-cost fit: the coefficients of :data:`STEP_PARAMS` in :meth:`Costs.step_s`."""
     if method == "baseline":
-        return [1, n, n * ctx, 0, 0, 0, 0, 0, 0]
+        return [1, n, n * ctx, 0, 0, 0, 0, 0, 0, 0, 0]
     if method == "draft_alone":
-        return [0, 0, 0, 1, n, n * ctx, 0, 0, 0]
+        return [0, 0, 0, 1, n, n * ctx, 0, 0, 0, 0, 0]
     if method == "draft_model":
         t = n * (k + 1)
-        return [1, t, t * ctx, k, k * n, k * n * ctx, k, 1, 0]
-    if method == "ngram":
+        return [1, t, t * ctx, k, k * n, k * n * ctx, k, 1, 0, 0, 0]
+    if method == "eagle3":
+        t = n * (k + 1)
+        return [1, t, t * ctx, 0, 0, 0, 0, 0, 0, k, 0]
+    if method in ("ngram", "suffix"):
         t = n * (1 + f * k)
-        return [1, t, t * ctx, 0, 0, 0, 0, 0, 1]
+        return [1, t, t * ctx, 0, 0, 0, 0, 0, method == "ngram", 0, method == "suffix"]
     raise ValueError(method)
 
 
 def _ttft_design(method: str, p: float) -> list[float]:
-    return [1, p, p * p, *{"baseline": (0, 0, 0), "draft_model": (1, p, 0), "ngram": (0, 0, 1),
-                           "draft_alone": None}[method]]
+    extra = {"baseline": (0, 0, 0, 0, 0), "draft_model": (1, p, 0, 0, 0), "ngram": (0, 0, 1, 0, 0),
+             "eagle3": (0, 0, 0, 1, 0), "suffix": (0, 0, 0, 0, 1)}[method]
+    return [1, p, p * p, *extra]
 
 
 def _wls(rows: list[list[float]], y: list[float], names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -204,7 +244,7 @@ def step_observations(p: pd.DataFrame) -> pd.DataFrame:
     """Step times of the fit split: each arm's, and the baseline's it was paired with (same n and ctx)."""
     rows = []
     for _, r in p[p["fit"]].iterrows():
-        f = r["draft_fraction"] if r["method"] == "ngram" else 1.0
+        f = r["draft_fraction"] if r["method"] in ("ngram", "suffix") else 1.0
         if r["step_ms"] == r["step_ms"]:
             rows.append({"method": r["method"], "n": r["n"], "k": r["k"], "ctx": r["ctx"], "f": f,
                          "step_s": r["step_ms"] / 1000, "point": r["point"]})
@@ -233,7 +273,8 @@ def fit(p: pd.DataFrame) -> Costs:
     ttft, ttft_cov = _wls(ttft_rows, ttft_y, TTFT_PARAMS)  # zeros when there are no rows
     label = Costs.label + ("" if ttft_rows else ", without prefill (no TTFT measured in the fit split: run 04 or "
                                                 "05 first)")
-    return Costs(step, step_cov, ttft, ttft_cov, label)
+    methods = tuple(m for m in ("baseline", *SPECULATIVE) if m in set(obs["method"]))
+    return Costs(step, step_cov, ttft, ttft_cov, label, methods)
 
 
 # ---- predictions -------------------------------------------------------------------------------------------------
@@ -331,7 +372,8 @@ def held_out(p: pd.DataFrame, costs: Costs, acceptance: pd.DataFrame | None = No
     rows = []
     for _, r in p[~p["fit"] & p["method"].isin(SPECULATIVE)].iterrows():
         taus, tau_se, tau_from = _point_taus(r, acceptance)
-        f = r["draft_fraction"] if r["method"] == "ngram" and r["draft_fraction"] == r["draft_fraction"] else 1.0
+        f = (r["draft_fraction"] if r["method"] in ("ngram", "suffix") and r["draft_fraction"] == r["draft_fraction"]
+             else 1.0)
         prediction = predict(costs, r["method"], int(r["k"]), int(r["n"]), taus, r["prompt_tokens"],
                              r["output_tokens"], f, draws)
         meas_se = r["log_se"] if r["log_se"] == r["log_se"] else 0.0
@@ -362,8 +404,16 @@ def to_frame(costs: Costs) -> pd.DataFrame:
                                       ("ttft", TTFT_PARAMS, costs.ttft, costs.ttft_cov)):
         for i, name in enumerate(names):
             rows.append({"group": group, "parameter": name, "value": values[i], "se": float(np.sqrt(cov[i, i])),
-                         "covariance": [float(x) for x in cov[i]], "split": SPLIT_RULE, "label": costs.label})
+                         "covariance": [float(x) for x in cov[i]], "split": SPLIT_RULE, "label": costs.label,
+                         "methods": " ".join(costs.methods)})
     return pd.DataFrame(rows)
+
+
+def _padded(values: np.ndarray, cov: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Parameters saved before later ones were added (new methods' terms, appended last): those are 0, unfitted."""
+    out, out_cov = np.zeros(size), np.zeros((size, size))
+    out[:len(values)], out_cov[:len(values), :len(values)] = values, cov
+    return out, out_cov
 
 
 def from_frame(frame: pd.DataFrame) -> Costs:
@@ -373,10 +423,12 @@ def from_frame(frame: pd.DataFrame) -> Costs:
                for x in rows["covariance"]]
         return rows["value"].to_numpy(float), np.asarray(cov, float)
 
-    step, step_cov = block("step")
-    ttft, ttft_cov = block("ttft")
+    step, step_cov = _padded(*block("step"), len(STEP_PARAMS))
+    ttft, ttft_cov = _padded(*block("ttft"), len(TTFT_PARAMS))
     labels = frame["label"].dropna() if "label" in frame else []  # saved before the label was: the default
-    return Costs(step, step_cov, ttft, ttft_cov, *(labels.iloc[:1] if len(labels) else []))
+    label = labels.iloc[0] if len(labels) else Costs.label
+    methods = frame["methods"].dropna() if "methods" in frame else []  # saved before: draft model and n-gram
+    return Costs(step, step_cov, ttft, ttft_cov, label, tuple(methods.iloc[0].split()) if len(methods) else Costs.methods)
 
 
 def category_prediction(costs: Costs, per_prompt: pd.DataFrame, n: int = 1, prompt_tokens: float | None = None,
@@ -398,7 +450,8 @@ def category_prediction(costs: Costs, per_prompt: pd.DataFrame, n: int = 1, prom
     if rows.empty:
         raise ValueError("no prompt with a measured acceptance")
     method, k = rows["method"].iloc[0], int(rows["k"].iloc[0])
-    f = float(rows["drafted_steps"].sum() / rows["verify_steps"].sum()) if method == "ngram" else 1.0
+    f = draft_share(method, k, rows["verify_steps"].sum(), rows["drafted_steps"].sum(),
+                    rows["draft_tokens"].sum() if "draft_tokens" in rows else float("nan"))
     draws = costs.draws() if draws is None else draws
     taus = rows["tau"].to_numpy(float)
 

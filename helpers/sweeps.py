@@ -32,10 +32,12 @@ def category_grid(profile: str, points: Sequence[GridPoint], n_prompts: int, max
                   repetitions: int, acceptance_prompts: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """One summary row per (category, temperature, method, k): the arm against the baseline on the category's first
     ``n_prompts`` prompts, one request at a time; and, from one batched untimed run of the same engine over the
-    category's first ``acceptance_prompts`` (all when None), each prompt's acceptance (:func:`acceptance`)."""
+    category's first ``acceptance_prompts`` (all when None), each prompt's acceptance (:func:`acceptance`).
+    Suffix decoding runs without its global tree of earlier answers (``suffix_cached_requests=0``): otherwise a
+    prompt's own earlier answer, from the warm-up, another temperature or the acceptance run, would draft it."""
     summaries, accepted = [], []
     for category, temperature, method, k in progress(points, "04 grid points"):
-        arm = EngineSpec(profile, method, k=k)
+        arm = EngineSpec(profile, method, k=k, suffix_cached_requests=0 if method == "suffix" else None)
         runs = paired_runs(EngineSpec(profile), [arm], prompts(category, n_prompts),
                            temperature=temperature, max_tokens=max_tokens, repetitions=repetitions,
                            tags={"category": category})

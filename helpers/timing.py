@@ -296,6 +296,7 @@ def summarize(runs: pd.DataFrame, baseline_arm: str = "baseline") -> pd.DataFram
             "output_tokens": float(group["output_tokens"].mean()),
             "step_ms": 1000 * float(group["decode_s"].sum() / steps) if one_at_a_time and steps > 0 else float("nan"),
             "draft_fraction": drafts / steps if drafts and steps > 0 else float("nan"),
+            "draft_tokens_per_step": draft_tokens / steps if drafts and steps > 0 else float("nan"),
             "baseline_step_ms": 1000 * float(baseline["decode_s"].sum() / (baseline["output_tokens"] - 1).sum())
             if len(baseline) and one_at_a_time else float("nan"),
             "baseline_ttft_ms": 1000 * float(baseline["ttft_s"].median()) if len(baseline) else float("nan"),

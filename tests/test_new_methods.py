@@ -59,6 +59,13 @@ def test_suffix_decoding_is_exact_at_t0_and_drafts_from_earlier_answers(cpu_mode
     warm, second = greedy_ids(spec)  # the same requests again: its tree now holds their answers
     assert cold == base and warm == base
     assert second.accepted > first.accepted and second.acceptance_rate > 0.5
+    shutdown_engine()
+    # without the global tree (04's suffix arm) a repeat drafts exactly as the first run: no earlier answer helps
+    alone = EngineSpec("cpu", "suffix", k=8, suffix_cached_requests=0)
+    once, third = greedy_ids(alone)
+    again, fourth = greedy_ids(alone)
+    assert once == base and again == base and alone.label() == "suffix k=8, no earlier answers"
+    assert fourth.accepted == third.accepted < second.accepted and fourth.draft_tokens == third.draft_tokens
 
 
 def test_suffix_without_arctic_inference_says_how_to_get_it(monkeypatch):

@@ -132,9 +132,9 @@ def measurements(speedup_04=(1.3, 1.2, 1.4), speedup_06=(0.7, 0.6, 0.8)) -> chec
                                 "draft_tokens": 40, "drafted_steps": 10, "verify_steps": 10}
                                for t in (0.0, 1.0) for i, tau in enumerate((2.4, 2.6, 2.8))])
     return checklist.Measurements(grid, long, batch, checklist.Source("cpu", "CPU: test", "t", "d"), acceptance,
-                                  speed_model.Costs(np.array([0.04, 0.002, 0, 0.005, 0.0005, 0, 0, 0.002, 0]),
-                                                    np.zeros((9, 9)), np.array([0.05, 0.0008, 0, 0.01, 0, 0]),
-                                                    np.zeros((6, 6))), 4)
+                                  speed_model.Costs(np.array([0.04, 0.002, 0, 0.005, 0.0005, 0, 0, 0.002, 0, 0, 0]),
+                                                    np.zeros((11, 11)), np.array([0.05, 0.0008, 0, 0.01, 0, 0, 0, 0]),
+                                                    np.zeros((8, 8))), 4)
 
 
 def test_predictions_name_the_checklists_quantity_per_concurrency():

@@ -8,9 +8,10 @@ import pytest
 from helpers import speed_model
 from helpers.speed_model import Costs
 
-TRUE = Costs(step=np.array([0.030, 0.0012, 2e-6, 0.006, 0.0003, 4e-7, 0.0004, 0.002, 0.001]),
-             step_cov=np.zeros((9, 9)), ttft=np.array([0.05, 0.0009, 1e-7, 0.01, 0.0002, 0.002]),
-             ttft_cov=np.zeros((6, 6)))
+S, T = len(speed_model.STEP_PARAMS), len(speed_model.TTFT_PARAMS)
+TRUE = Costs(step=np.array([0.030, 0.0012, 2e-6, 0.006, 0.0003, 4e-7, 0.0004, 0.002, 0.001, 0.003, 0.0015]),
+             step_cov=np.zeros((S, S)), ttft=np.array([0.05, 0.0009, 1e-7, 0.01, 0.0002, 0.002, 0.001, 0.003]),
+             ttft_cov=np.zeros((T, T)), methods=("baseline", *speed_model.SPECULATIVE))
 
 
 def _row(costs, rng, method, k, n, prompt_tokens, taus, noise=0.01, output_tokens=48, f=1.0, **extra):
@@ -36,7 +37,12 @@ def measurements(costs=TRUE, noise=0.01, seed=0):
     grid = pd.DataFrame([_row(costs, rng, "draft_model", k, 1, 60, taus, noise, category=c, arm=f"draft k={k}")
                          for c in ("structured", "creative") for k in (1, 2, 4, 8)]
                         + [_row(costs, rng, "ngram", 4, 1, 60, taus, noise, f=0.5, category=c, arm="ngram k=4")
-                           for c in ("structured", "creative")])
+                           for c in ("structured", "creative")]
+                        + [_row(costs, rng, "eagle3", 4, 1, 60, taus, noise, category=c, arm="eagle3 k=4", temperature=t)
+                           for c in ("structured", "creative") for t in (0.0, 1.0)]
+                        + [_row(costs, rng, "suffix", 4, 1, 60, taus, noise, f=0.4, category=c, arm="suffix k=4",
+                                temperature=t, draft_tokens_per_step=1.6, draft_fraction=0.9)
+                           for c in ("structured", "creative") for t in (0.0, 1.0)])
     long = pd.DataFrame([_row(costs, rng, m, 4, 1, p, taus, noise, f=0.5 if m == "ngram" else 1.0, prompt_length=p,
                               arm=m) for p in (128, 400, 900, 2000) for m in ("draft_model", "ngram", "draft_alone")])
     batch = pd.DataFrame([_row(costs, rng, m, 4, n, 60, taus, noise, f=0.5 if m == "ngram" else 1.0, concurrency=n,
@@ -50,6 +56,8 @@ def test_the_split_is_fixed_by_design():
     assert "04 structured T=0 draft k=1" in fitted and "04 structured T=0 draft k=8" in fitted
     assert "04 structured T=0 draft k=4" not in fitted and "06 draft_model n=2" not in fitted
     assert {"05 draft_model at 128 tokens", "05 draft_model at 2000 tokens", "06 ngram n=8"} <= fitted
+    assert {"04 structured T=0 eagle3 k=4", "04 creative T=0 suffix k=4"} <= fitted  # T = 0 fits the newer methods
+    assert "04 structured T=1 eagle3 k=4" not in fitted and "04 creative T=1 suffix k=4" not in fitted
 
 
 def test_fit_recovers_the_costs_and_predicts_held_out_points():
@@ -67,13 +75,14 @@ def test_fit_recovers_the_costs_and_predicts_held_out_points():
 def test_a_wrong_cost_model_misses_the_held_out_points():
     # Measured with a verify pass that costs 3x what the model is given: the predictions fall outside
     p = measurements(noise=0.002)
-    wrong = Costs(TRUE.step * np.array([1, 3, 3, 1, 1, 1, 1, 1, 1]), np.zeros((9, 9)), TRUE.ttft, np.zeros((6, 6)))
+    wrong = Costs(TRUE.step * np.array([1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1]), np.zeros((S, S)), TRUE.ttft,
+                  np.zeros((T, T)), methods=TRUE.methods)
     table = speed_model.held_out(p, wrong)
     assert speed_model.coverage(table)["inside"] < 0.3
 
 
 def test_a_wave_lasts_as_long_as_its_slowest_request():
-    flat = Costs(np.array([0.01, 0, 0, 0.001, 0, 0, 0, 0, 0]), np.zeros((9, 9)), np.zeros(6), np.zeros((6, 6)))
+    flat = Costs(np.array([0.01, 0, 0, 0.001, 0, 0, 0, 0, 0, 0, 0]), np.zeros((S, S)), np.zeros(T), np.zeros((T, T)))
     # step cost independent of n: two requests at tau 1 and 3 take as long as the tau-1 one alone
     assert speed_model._wave_decode_s(flat, "draft_model", 1, [1.0, 3.0], 30, 50, 1.0) == pytest.approx(
         speed_model._wave_decode_s(flat, "draft_model", 1, [1.0], 30, 50, 1.0))
@@ -83,6 +92,29 @@ def test_saved_parameters_round_trip():
     costs = speed_model.fit(measurements())
     back = speed_model.from_frame(pd.read_csv(_save(costs)))
     assert np.allclose(back.step, costs.step) and np.allclose(back.step_cov, costs.step_cov)
+    assert back.methods == costs.methods == ("baseline", *speed_model.SPECULATIVE)
+
+
+def test_a_model_saved_before_the_newer_methods_loads_and_refuses_to_predict_them():
+    """The reference's model of 2026-12-04 has 9 step and 6 TTFT parameters and no list of methods: it loads with
+    the newer terms at 0, and a prediction for EAGLE-3 or suffix decoding raises instead of costing them nothing."""
+    frame = speed_model.to_frame(speed_model.fit(measurements()))
+    old = frame[~frame["parameter"].isin(["x_E", "o_S", "u_E", "u_S"])].drop(columns="methods")
+    old["covariance"] = [c[:9] if g == "step" else c[:6] for c, g in zip(old["covariance"], old["group"])]
+    back = speed_model.from_frame(old)
+    assert back.methods == ("baseline", "draft_model", "ngram") and len(back.step) == S and back.step[9:].sum() == 0
+    assert back.step_s("draft_model", 1, 4, 80) > 0
+    with pytest.raises(ValueError, match="no step cost for eagle3"):
+        back.step_s("eagle3", 1, 4, 80)
+
+
+def test_suffix_fills_as_many_draft_slots_as_it_drafted():
+    assert speed_model.draft_share("suffix", 8, verify_steps=10, drafted_steps=9, draft_tokens=20) == 0.25
+    assert speed_model.draft_share("ngram", 8, verify_steps=10, drafted_steps=9, draft_tokens=20) == 0.9
+    assert speed_model.draft_share("eagle3", 8, verify_steps=10, drafted_steps=9, draft_tokens=20) == 1.0
+    # the step of a suffix draft of 2 tokens costs the target scoring 3, not k + 1 = 9
+    two = TRUE.step_s("suffix", 1, 8, 80, f=0.25)
+    assert two == pytest.approx(TRUE.target(3, 80) + TRUE.step[10])
 
 
 def _save(costs, path="/tmp/specdec_speed_model_test.csv"):
