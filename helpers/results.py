@@ -16,8 +16,9 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(os.environ.get("SPECDEC_RESULTS", ROOT / "build" / "results"))
 REFERENCE = ROOT / "data" / "reference"
 PROVENANCE = "provenance.json"
-# What the reference results depend on besides the code: the prompt suite and the drafts' weights and training.
-INPUTS = ("data/prompts", "drafts/manifest.json")
+# What the reference results depend on besides the code: the prompt suite and the drafts' and EAGLE-3 heads' weights
+# and training (each manifest holds its weights' sha256).
+INPUTS = ("data/prompts", "drafts/manifest.json", "drafts/eagle3.json")
 
 
 def path_for(name: str) -> Path:

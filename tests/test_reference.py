@@ -21,7 +21,9 @@ def test_a_changed_input_makes_the_reference_stale(tmp_path, monkeypatch):
         pytest.skip("no reference shipped: test_reference_is_not_stale fails for that")
     shutil.copytree(results.ROOT / "data" / "prompts", tmp_path / "data" / "prompts")
     (tmp_path / "drafts").mkdir()
-    (tmp_path / "drafts" / "manifest.json").write_text((results.ROOT / "drafts/manifest.json").read_text())
+    for name in results.INPUTS:
+        if name.startswith("drafts/"):
+            (tmp_path / name).write_text((results.ROOT / name).read_text())
     assert results.input_hashes(tmp_path) == record["inputs"]
     with (tmp_path / "data" / "prompts" / "suite.jsonl").open("a") as handle:
         handle.write('{"id": "extra"}\n')
