@@ -347,8 +347,12 @@ def _point_taus(r: pd.Series, acceptance: pd.DataFrame | None) -> tuple[list[flo
             rows = rows[rows["prompt_index"] < r["prompts"]]  # the timed prompts are the category's first ones
         if len(rows):
             taus = rows["tau"].dropna().tolist()
-            se = float(np.sqrt((rows["tau_se"] ** 2 / rows["tau"] ** 2).sum()) / len(rows)) \
-                if "tau_se" in rows and r["temperature"] > 0 else 0.0
+            se = 0.0
+            if r["temperature"] > 0 and "tau_repeat" in rows and rows["tau_repeat"].notna().all():
+                taus += rows["tau_repeat"].tolist()
+                se = resampled_acceptance_se(rows["tau"], rows["tau_repeat"])
+            elif r["temperature"] > 0 and "tau_se" in rows:  # older frames: one sample, steps taken as independent
+                se = float(np.sqrt((rows["tau_se"] ** 2 / rows["tau"] ** 2).sum()) / len(rows))
             return taus, se, "04's batched acceptance run"
     tau = r["request_tau"]
     if isinstance(tau, str):
@@ -356,6 +360,17 @@ def _point_taus(r: pd.Series, acceptance: pd.DataFrame | None) -> tuple[list[flo
     if isinstance(tau, list) and tau:
         return tau, 0.0, "the point's own per-request counters"
     return [float(r["tokens_per_verify_step"])], 0.0, "the point's own counters"
+
+
+def resampled_acceptance_se(tau: Sequence[float], tau_repeat: Sequence[float]) -> float:
+    """Log standard error between a prediction made from two sampled runs' acceptance (``tau``, ``tau_repeat``: the
+    same prompts, two independent samples at T > 0) and a third run of those prompts (the timed one).
+
+    Per prompt, half the squared log difference of its two samples estimates one sample's variance s_i^2; the mean
+    of a run over n prompts varies by sum(s_i^2) / n^2, the two-sample mean by half that, and the timed run adds its
+    own: 1.5 sum(s_i^2) / n^2."""
+    d = np.log(np.asarray(tau, float)) - np.log(np.asarray(tau_repeat, float))
+    return float(np.sqrt(1.5 * (d ** 2 / 2).sum()) / len(d))
 
 
 HELD_OUT_COLUMNS = ["point", "predicted", "low", "high", "measured", "measured_low", "measured_high",

@@ -48,24 +48,37 @@ def category_grid(profile: str, points: Sequence[GridPoint], n_prompts: int, max
     return pd.concat(summaries, ignore_index=True), pd.concat(accepted, ignore_index=True)
 
 
-def acceptance(spec: EngineSpec, messages: Sequence[str], temperature: float, max_tokens: int) -> pd.DataFrame:
+def acceptance(spec: EngineSpec, messages: Sequence[str], temperature: float, max_tokens: int,
+               repeat: bool | None = None) -> pd.DataFrame:
     """Per prompt: draft tokens accepted, decode steps and tokens per decode step (``tau``), from one batched,
     untimed run of all ``messages`` on ``spec``'s engine (vLLM's per-request counters). At temperature 0 a batched
-    run accepts what one request at a time does, up to batch-dependent rounding; notebook 04 prints both."""
-    result = run(spec, messages, sampling_params(temperature, max_tokens), batch=True)
+    run accepts what one request at a time does, up to batch-dependent rounding; notebook 04 prints both.
+
+    ``repeat`` (default: at T > 0) runs the batch a second time on the same engine, whose random state has moved on:
+    ``tau_repeat`` is each prompt's tau in that second, independent sample. Sampled answers differ run to run, and
+    a prompt's steps are not independent draws (one sampled token changes the rest of the answer), so the spread
+    between the two samples, not ``tau_se``, is what says how far another run's acceptance may fall."""
+    repeat = temperature > 0 if repeat is None else repeat
+    params = sampling_params(temperature, max_tokens)
+    result = run(spec, messages, params, batch=True)
+    again = run(spec, messages, params, batch=True)["outputs"] if repeat else [None] * len(messages)
     info = describe_spec(spec)
     rows = []
-    for index, output in enumerate(result["outputs"]):
+    for index, (output, second) in enumerate(zip(result["outputs"], again)):
         timing = request_timing(output)
         rows.append({**{c: info[c] for c in ("profile", "method", "k", "arm")}, "temperature": temperature,
                      "prompt_index": index, "prompt_tokens": timing["prompt_tokens"],
                      "output_tokens": timing["output_tokens"], "accepted": timing["accepted"],
                      "verify_steps": timing["verify_steps"], "drafted_steps": timing["drafted_steps"],
-                     "draft_tokens": timing["draft_tokens"],
-                     "tau": (timing["output_tokens"] - 1) / timing["verify_steps"]
-                     if timing["verify_steps"] > 0 else float("nan"),
-                     "tau_se": _tau_se(timing["step_histogram"], timing["verify_steps"])})
+                     "draft_tokens": timing["draft_tokens"], "tau": _tau(timing),
+                     "tau_se": _tau_se(timing["step_histogram"], timing["verify_steps"]),
+                     "tau_repeat": _tau(request_timing(second)) if second is not None else float("nan")})
     return pd.DataFrame(rows)
+
+
+def _tau(timing: dict) -> float:
+    """Tokens per decode step of one request (its first token comes from prefill)."""
+    return (timing["output_tokens"] - 1) / timing["verify_steps"] if timing["verify_steps"] > 0 else float("nan")
 
 
 def _tau_se(histogram: Sequence[int], steps: float) -> float:

@@ -153,3 +153,37 @@ def test_without_prefill_measurements_the_step_costs_are_still_fitted_and_say_so
     back = speed_model.from_frame(speed_model.to_frame(costs))
     assert back.label == costs.label  # the saved form keeps what the fit was made of
     assert speed_model.from_frame(speed_model.to_frame(costs).drop(columns="label")).label == speed_model.Costs.label
+
+
+def test_acceptance_noise_between_sampled_runs_comes_from_two_samples():
+    """At T > 0 each request's tau varies run to run as a whole (one sampled token changes the rest of the answer).
+    Simulated: per prompt a true log tau, each run adds a run-level deviation of sd 0.15. The two-sample standard
+    error is near the true one for a third run against the two-sample mean; a run's own step count says nothing."""
+    rng = np.random.default_rng(1)
+    n, sd = 8, 0.15
+    truth = np.sqrt(1.5) * sd / np.sqrt(n)
+    base = rng.uniform(np.log(1.3), np.log(2.5), n)
+    estimates, misses = [], 0
+    for _ in range(2000):
+        a, b, c = (np.exp(base + rng.normal(0, sd, n)) for _ in range(3))
+        se = speed_model.resampled_acceptance_se(a, b)
+        estimates.append(se)
+        gap = np.log(c).mean() - np.log(np.concatenate([a, b])).mean()
+        misses += abs(gap) > 1.96 * se
+    assert np.median(estimates) == pytest.approx(truth, rel=0.15)
+    assert 0.02 < misses / 2000 < 0.1
+    assert speed_model.resampled_acceptance_se([2.0] * n, [2.0] * n) == 0.0  # T = 0: identical samples
+
+
+def test_held_out_points_at_t_above_0_use_both_samples():
+    p = measurements(noise=0.002)
+    costs = speed_model.fit(p)
+    acceptance = pd.DataFrame([{"category": c, "method": "eagle3", "k": 4, "temperature": 1.0, "prompt_index": i,
+                                "tau": 2.0, "tau_se": 0.05, "tau_repeat": 1.6}
+                               for c in ("structured", "creative") for i in range(8)])
+    table = speed_model.held_out(p, costs, acceptance).set_index("point")
+    row = table.loc["04 structured T=1 eagle3 k=4"]
+    assert row["acceptance_from"] == "04's batched acceptance run"
+    assert row["acceptance_se"] == pytest.approx(speed_model.resampled_acceptance_se([2.0] * 8, [1.6] * 8))
+    one_sample = speed_model.held_out(p, costs, acceptance.assign(tau_repeat=2.0)).set_index("point")
+    assert row["predicted"] < one_sample.loc["04 structured T=1 eagle3 k=4", "predicted"]  # 1.6 enters the mean
