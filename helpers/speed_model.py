@@ -279,39 +279,64 @@ def fit(p: pd.DataFrame) -> Costs:
 
 # ---- predictions -------------------------------------------------------------------------------------------------
 
-def _wave_decode_s(costs: Costs, method: str, k: int, taus: Sequence[float], decode_tokens: float, ctx: float,
-                   f: float) -> float:
+def _wave_decode_s(costs: Costs, method: str, k: int, taus, decode_tokens: float, ctx: float, f: float,
+                   step_by_size: np.ndarray | None = None) -> np.ndarray | float:
     """Decode time of requests submitted together: each needs decode_tokens / tau steps; as requests finish the
-    batch shrinks, so each stretch is timed at the number of sequences still running."""
+    batch shrinks, so each stretch is timed at the number of sequences still running. ``taus``: one wave (a float
+    back), or an array whose last axis is the wave and whose next-to-last axis is summed over (the waves served one
+    after another; an array back, one per leading row). ``step_by_size[m - 1]`` is a step's cost at m sequences."""
+    taus = np.asarray(taus, float)
+    waves = taus.reshape(1, 1, -1) if taus.ndim == 1 else taus
+    size = waves.shape[-1]
     if method == "baseline":
-        return decode_tokens * costs.step_s("baseline", len(taus), k, ctx)
-    steps = np.sort(decode_tokens / np.asarray(taus, float))
-    total, done = 0.0, 0.0
-    for i, s in enumerate(steps):
-        total += (s - done) * costs.step_s(method, len(steps) - i, k, ctx, f)
-        done = s
-    return total
+        total = np.full(waves.shape[0], waves.shape[1] * decode_tokens * costs.step_s("baseline", size, k, ctx))
+    else:
+        if step_by_size is None:
+            step_by_size = costs.step_s(method, np.arange(1, size + 1), k, ctx, f)
+        steps = np.sort(decode_tokens / waves, axis=-1)
+        stretches = np.diff(steps, axis=-1, prepend=0.0)  # the i-th: steps with size - i sequences still running
+        total = (stretches @ np.asarray(step_by_size)[size - 1::-1]).sum(axis=-1)
+    return float(total[0]) if taus.ndim == 1 else total
+
+
+def _waves_speedups(costs: Costs, method: str, k: int, n: int, samples: np.ndarray, prompt_tokens: float,
+                    output_tokens: float, f: float) -> np.ndarray:
+    """Throughput speedup of each row of ``samples`` (tokens per decode step of its requests), served in waves of
+    n in the row's order, the last wave as full as the row leaves it."""
+    samples = np.atleast_2d(np.asarray(samples, float))
+    decode_tokens, ctx = output_tokens - 1, prompt_tokens + output_tokens / 2
+    step_by_size = costs.step_s(method, np.arange(1, n + 1), k, ctx, f)
+    whole = samples.shape[1] // n * n
+    rows, rest = len(samples), samples.shape[1] - whole
+    base = spec = 0.0
+    for waves in (samples[:, :whole].reshape(rows, whole // n, n), samples[:, whole:].reshape(rows, 1, rest)):
+        if waves.size:  # whole waves, then the rest
+            count, size = waves.shape[1:]
+            base = base + count * costs.ttft_s("baseline", prompt_tokens * size) + _wave_decode_s(
+                costs, "baseline", k, waves, decode_tokens, ctx, f)
+            spec = spec + count * costs.ttft_s(method, prompt_tokens * size) + _wave_decode_s(
+                costs, method, k, waves, decode_tokens, ctx, f, step_by_size)
+    return base / spec
+
+
+def _one_request_speedups(costs: Costs, method: str, k: int, taus, prompt_tokens, output_tokens,
+                          f: float) -> np.ndarray:
+    """Each request's latency speedup served alone (arrays over requests, or scalars for lengths)."""
+    taus, prompt_tokens = np.asarray(taus, float), np.asarray(prompt_tokens, float)
+    decode_tokens, ctx = np.asarray(output_tokens, float) - 1, prompt_tokens + np.asarray(output_tokens, float) / 2
+    base = costs.ttft_s("baseline", prompt_tokens) + decode_tokens * costs.step_s("baseline", 1, k, ctx)
+    spec = costs.ttft_s(method, prompt_tokens) + decode_tokens / taus * costs.step_s(method, 1, k, ctx, f)
+    return base / spec
 
 
 def _speedup(costs: Costs, method: str, k: int, n: int, taus: Sequence[float], prompt_tokens: float,
              output_tokens: float, f: float) -> float:
     """Predicted speedup: one request at a time (n = 1), the geometric mean over requests of per-request latency
     ratios; n > 1, the ratio of total times of the requests served in waves of n (throughput)."""
-    decode_tokens, ctx = output_tokens - 1, prompt_tokens + output_tokens / 2
     if n == 1:
-        base = costs.ttft_s("baseline", prompt_tokens) + _wave_decode_s(costs, "baseline", k, [1], decode_tokens,
-                                                                         ctx, f)
-        ratios = [base / (costs.ttft_s(method, prompt_tokens) + _wave_decode_s(costs, method, k, [t], decode_tokens,
-                                                                               ctx, f)) for t in taus]
-        return float(np.exp(np.mean(np.log(ratios))))
-    base = spec = 0.0
-    for i in range(0, len(taus), n):
-        wave = list(taus[i:i + n])
-        base += costs.ttft_s("baseline", prompt_tokens * len(wave)) + _wave_decode_s(
-            costs, "baseline", k, wave, decode_tokens, ctx, f)
-        spec += costs.ttft_s(method, prompt_tokens * len(wave)) + _wave_decode_s(
-            costs, method, k, wave, decode_tokens, ctx, f)
-    return base / spec
+        return float(np.exp(np.mean(np.log(_one_request_speedups(costs, method, k, taus, prompt_tokens,
+                                                                 output_tokens, f)))))
+    return float(_waves_speedups(costs, method, k, n, taus, prompt_tokens, output_tokens, f)[0])
 
 
 def predict(costs: Costs, method: str, k: int, n: int, taus: Sequence[float], prompt_tokens: float,
@@ -471,9 +496,11 @@ def category_prediction(costs: Costs, per_prompt: pd.DataFrame, n: int = 1, prom
     taus = rows["tau"].to_numpy(float)
 
     if n == 1:
+        prompts = prompt_tokens or rows["prompt_tokens"].to_numpy(float)
+        outputs = output_tokens or rows["output_tokens"].to_numpy(float)
+
         def each(c: Costs) -> np.ndarray:
-            return np.log([_speedup(c, method, k, 1, [r.tau], prompt_tokens or r.prompt_tokens,
-                                    output_tokens or r.output_tokens, f) for r in rows.itertuples()])
+            return np.log(_one_request_speedups(c, method, k, taus, prompts, outputs, f))
 
         logs = each(costs)
         centre = float(logs.mean())
@@ -483,16 +510,16 @@ def category_prediction(costs: Costs, per_prompt: pd.DataFrame, n: int = 1, prom
     else:
         prompt = prompt_tokens or float(rows["prompt_tokens"].median())
         output = output_tokens or float(rows["output_tokens"].median())
+        whole = np.arange(-(-len(taus) // n) * n) % len(taus)  # the prompts cycled to whole waves of n
 
-        def mixed(c: Costs, sample: np.ndarray) -> float:
-            waves = np.resize(sample, -(-len(sample) // n) * n)  # cycled to whole waves of n
-            return float(np.log(_speedup(c, method, k, n, list(waves), prompt, output, f)))
+        def mixed(c: Costs, samples: np.ndarray) -> np.ndarray:
+            return np.log(_waves_speedups(c, method, k, n, samples[..., whole], prompt, output, f))
 
-        centre = mixed(costs, taus)
-        model_se = float(np.std([mixed(d, taus) for d in draws])) if draws else 0.0
+        centre = float(mixed(costs, taus)[0])
+        model_se = float(np.std([mixed(d, taus)[0] for d in draws])) if draws else 0.0
         rng = np.random.default_rng(0)
-        boot = [mixed(costs, rng.choice(taus, len(taus))) for _ in range(resamples)] if len(taus) >= 3 else []
-        spread = 1.96 * float(np.std(boot)) if boot else float("nan")
+        boot = mixed(costs, rng.choice(taus, (resamples, len(taus)))) if len(taus) >= 3 else []
+        spread = 1.96 * float(np.std(boot)) if len(boot) else float("nan")
     half = float(np.hypot(spread, 1.96 * model_se))
     speedup = float(np.exp(centre))
     waves = f" in waves of {n} mixed requests" if n > 1 else ""

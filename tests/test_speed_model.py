@@ -88,6 +88,21 @@ def test_a_wave_lasts_as_long_as_its_slowest_request():
         speed_model._wave_decode_s(flat, "draft_model", 1, [1.0], 30, 50, 1.0))
 
 
+def test_waves_are_timed_one_after_another_with_the_last_one_partial():
+    # five requests in waves of two: (2.0, 1.5), (3.0, 1.2), (2.5), each wave timed alone and the times added
+    taus, prompt, output = [2.0, 1.5, 3.0, 1.2, 2.5], 64, 48
+    base = spec = 0.0
+    for wave in ([2.0, 1.5], [3.0, 1.2], [2.5]):
+        base += TRUE.ttft_s("baseline", prompt * len(wave)) + (output - 1) * TRUE.step_s("baseline", len(wave), 4, 88)
+        spec += TRUE.ttft_s("ngram", prompt * len(wave)) + speed_model._wave_decode_s(TRUE, "ngram", 4, wave,
+                                                                                      output - 1, 88, 0.5)
+    assert speed_model._speedup(TRUE, "ngram", 4, 2, taus, prompt, output, 0.5) == pytest.approx(base / spec)
+    # rows of samples are independent: each row's speedup is the one of that row alone
+    rows = np.array([taus, taus[::-1]])
+    assert speed_model._waves_speedups(TRUE, "ngram", 4, 2, rows, prompt, output, 0.5) == pytest.approx(
+        [speed_model._speedup(TRUE, "ngram", 4, 2, list(r), prompt, output, 0.5) for r in rows])
+
+
 def test_saved_parameters_round_trip():
     costs = speed_model.fit(measurements())
     back = speed_model.from_frame(pd.read_csv(_save(costs)))
