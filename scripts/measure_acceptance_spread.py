@@ -12,8 +12,7 @@ import numpy as np
 
 from helpers.engines import EngineSpec
 from helpers.profiles import active_profile
-from helpers.sweeps import _tau
-from helpers.timing import request_timing, run, sampling_params
+from helpers.timing import request_timing, run, sampling_params, tokens_per_decode_step
 from helpers.workloads import prompts
 
 
@@ -30,7 +29,7 @@ def main() -> None:
         for mode in ("batched", "single"):
             start = time.time()
             result = run(spec, messages, params, batch=mode == "batched")
-            taus = [_tau(request_timing(o)) for o in result["outputs"]]
+            taus = [tokens_per_decode_step(request_timing(o)) for o in result["outputs"]]
             print(f"round {r} {mode:8s} mean tau {np.mean(taus):.3f}  {np.round(taus, 2).tolist()}  "
                   f"{time.time() - start:.0f}s", flush=True)
 

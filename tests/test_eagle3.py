@@ -90,3 +90,14 @@ def test_saved_head_has_vllm_layout_and_reads_back(tmp_path):
 @pytest.mark.parametrize("size", [3, 10])
 def test_draft_vocabulary_size_is_exact(size):
     assert len(choose_draft_vocab([[1, 2, 3, 4, 5, 6]], size=size, target_vocab=50)) == size
+
+
+def test_the_heads_table_reads_the_committed_manifest():
+    from helpers.models import eagle_heads, read_eagle_manifest
+
+    table, manifest = eagle_heads(), read_eagle_manifest()
+    assert list(table.index) == list(manifest) and len(table) >= 1
+    for name, row in table.iterrows():
+        assert row["draft vocabulary"] == manifest[name]["draft_vocab_size"]
+        assert row["held-out top-1 agreement (structured)"] == manifest[name]["heldout_top1_agreement"]["structured"]
+        assert row["MB (bf16)"] == pytest.approx(manifest[name]["bytes_bf16"] / 1e6, abs=0.05)
