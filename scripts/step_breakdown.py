@@ -1,13 +1,14 @@
 """Where the time of one engine step goes, in-engine: the baseline against each speculative arm, one request at a
-time, greedy (T = 0), on the suite's structured prompts.
+time, on the suite's prompts of each chosen category and temperature (default: structured, T = 0).
 
 Spies on vLLM's model runner (the CPU runner inherits these from ``GPUModelRunner``) time each decode step's parts:
 ``_model_forward`` (the target's forward pass: 1 token, or k + 1 when verifying), the rest of ``execute_model``
 (input preparation, logits), ``_sample`` (sampler / rejection sampler), ``propose_draft_token_ids`` (the drafter),
 the rest of ``sample_tokens`` (bookkeeping), and what is left of the step's period (scheduler, output processing,
 detokenisation: the time from one step's start to the next's). A step is a decode step when it schedules at most
-k + 1 tokens per request; prefill steps are left out. Prints one row per arm (ms per decode step) and what
-tokens per verify step each arm would need for ``--target``x; writes build/results/step_breakdown.csv.
+k + 1 tokens per request; prefill steps are left out. Prints one row per arm, category and temperature (ms per
+decode step; ratios against the baseline of the same category and temperature) and what tokens per verify step each
+arm would need for ``--target``x; writes build/results/step_breakdown.csv.
 """
 
 from __future__ import annotations
@@ -82,19 +83,32 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--k", type=int, default=4)
     parser.add_argument("--target", type=float, default=2.0)
+    parser.add_argument("--categories", nargs="+", default=["structured"])
+    parser.add_argument("--temperatures", nargs="+", type=float, default=[0.0])
+    parser.add_argument("--methods", nargs="+", default=["baseline", "draft_model", "eagle3", "ngram"],
+                        help="baseline first; eagle3 runs every head of the profile")
     args = parser.parse_args()
     for name in ("execute_model", "sample_tokens", *PARTS):
         spy(name)
     profile = active_profile()
-    arms = [EngineSpec(profile.name), EngineSpec(profile.name, "draft_model", k=args.k),
-            *(EngineSpec(profile.name, "eagle3", k=args.k, draft=head) for head in profile.eagle_heads),
-            EngineSpec(profile.name, "ngram", k=args.k)]
-    chosen, params = prompts("structured", args.prompts), sampling_params(0.0, args.max_tokens)
-    table = pd.DataFrame([measure(spec, chosen, params, 1 if spec.method == "baseline" else args.k + 1) for spec in arms])
-    base = table["period_ms"].iloc[0] / table["tokens_per_step"].iloc[0]
-    table["step_cost_ratio"] = (table["period_ms"] / table["period_ms"].iloc[0]).round(3)
-    table["decode_speedup"] = (base * table["tokens_per_step"] / table["period_ms"]).round(3)
-    table[f"tokens_per_step_for_{args.target:g}x"] = (args.target * table["step_cost_ratio"]).round(2)
+    arms = [spec for method in args.methods for spec in (
+        [EngineSpec(profile.name, "eagle3", k=args.k, draft=head) for head in profile.eagle_heads]
+        if method == "eagle3" else [EngineSpec(profile.name) if method == "baseline" else EngineSpec(profile.name, method, k=args.k)])]
+    tables = []
+    for category in args.categories:
+        for temperature in args.temperatures:
+            chosen, params = prompts(category, args.prompts), sampling_params(temperature, args.max_tokens)
+            table = pd.DataFrame([measure(spec, chosen, params, 1 if spec.method == "baseline" else args.k + 1)
+                                  for spec in arms])
+            base = table["period_ms"].iloc[0] / table["tokens_per_step"].iloc[0]
+            table.insert(1, "category", category)
+            table.insert(2, "temperature", temperature)
+            table["step_cost_ratio"] = (table["period_ms"] / table["period_ms"].iloc[0]).round(3)
+            table["decode_speedup"] = (base * table["tokens_per_step"] / table["period_ms"]).round(3)
+            table[f"tokens_per_step_for_{args.target:g}x"] = (args.target * table["step_cost_ratio"]).round(2)
+            tables.append(table)
+            print(markdown(table), flush=True)
+    table = pd.concat(tables, ignore_index=True)
     path = ROOT / "build" / "results" / "step_breakdown.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(path, index=False)
