@@ -8,7 +8,8 @@ the rest of ``sample_tokens`` (bookkeeping), and what is left of the step's peri
 detokenisation: the time from one step's start to the next's). A step is a decode step when it schedules at most
 k + 1 tokens per request; prefill steps are left out. Prints one row per arm, category and temperature (ms per
 decode step; ratios against the baseline of the same category and temperature) and what tokens per verify step each
-arm would need for ``--target``x; writes build/results/step_breakdown.csv.
+arm would need for ``--target``x; writes build/results/step_breakdown.csv, and every decode step (with ``verified``:
+whether the rejection sampler ran) to build/results/step_breakdown_steps.csv.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ def spy(name: str):
     def timed(self, *args, **kwargs):
         if name == "execute_model":
             steps.append({"start": time.perf_counter(), "tokens": args[0].total_num_scheduled_tokens})
+        if name == "_sample" and steps:  # (logits, spec_decode_metadata): the rejection sampler ran when it is set
+            steps[-1]["verified"] = float((args[1] if len(args) > 1 else kwargs.get("spec_decode_metadata")) is not None)
         start = time.perf_counter()
         try:
             return original(self, *args, **kwargs)
@@ -51,7 +54,7 @@ def spy(name: str):
     setattr(GPUModelRunner, name, timed)
 
 
-def measure(spec: EngineSpec, chosen: list[str], params, decode_limit: int) -> dict:
+def measure(spec: EngineSpec, chosen: list[str], params, decode_limit: int, per_step: list | None = None) -> dict:
     run(spec, chosen[:1], params)  # warm-up: the engine is built and its first request is not timed
     rows, tokens, accepted, drafts = [], 0, 0, 0
     for prompt in chosen:
@@ -66,6 +69,8 @@ def measure(spec: EngineSpec, chosen: list[str], params, decode_limit: int) -> d
     frame["prep_and_logits_ms"] = frame["execute_model_ms"] - frame["target_forward_ms"]
     frame["bookkeeping_ms"] = frame["sample_tokens_ms"] - frame["sampler_ms"] - frame.get("draft_ms", 0.0)
     frame["scheduler_and_output_ms"] = frame["period_ms"] - frame["execute_model_ms"] - frame["sample_tokens_ms"]
+    if per_step is not None:
+        per_step.append(frame.assign(arm=spec.label(), temperature=params.temperature))
     cols = ["period_ms", "target_forward_ms", "prep_and_logits_ms", "sampler_ms", "draft_ms", "bookkeeping_ms",
             "scheduler_and_output_ms"]
     out = {"hardware": hardware.describe(), "arm": spec.label(), "decode_steps": len(frame)}
@@ -94,14 +99,16 @@ def main() -> None:
     arms = [spec for method in args.methods for spec in (
         [EngineSpec(profile.name, "eagle3", k=args.k, draft=head) for head in profile.eagle_heads]
         if method == "eagle3" else [EngineSpec(profile.name) if method == "baseline" else EngineSpec(profile.name, method, k=args.k)])]
-    tables = []
+    tables, per_step = [], []
     for category in args.categories:
         for temperature in args.temperatures:
             chosen, params = prompts(category, args.prompts), sampling_params(temperature, args.max_tokens)
-            table = pd.DataFrame([measure(spec, chosen, params, 1 if spec.method == "baseline" else args.k + 1)
-                                  for spec in arms])
+            table = pd.DataFrame([measure(spec, chosen, params, 1 if spec.method == "baseline" else args.k + 1,
+                                          per_step) for spec in arms])
             base = table["period_ms"].iloc[0] / table["tokens_per_step"].iloc[0]
             table.insert(1, "category", category)
+            for frame in per_step[-len(arms):]:
+                frame["category"] = category
             table.insert(2, "temperature", temperature)
             table["step_cost_ratio"] = (table["period_ms"] / table["period_ms"].iloc[0]).round(3)
             table["decode_speedup"] = (base * table["tokens_per_step"] / table["period_ms"]).round(3)
@@ -112,6 +119,8 @@ def main() -> None:
     path = ROOT / "build" / "results" / "step_breakdown.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(path, index=False)
+    steps_path = path.with_name("step_breakdown_steps.csv")  # every decode step, for splits the table does not make
+    pd.concat(per_step, ignore_index=True).drop(columns="start").to_csv(steps_path, index=False)
     print(markdown(table))
     print(f"-> {path.relative_to(ROOT)}")
 
