@@ -54,7 +54,7 @@ def spy(name: str):
     setattr(GPUModelRunner, name, timed)
 
 
-def measure(spec: EngineSpec, chosen: list[str], params, decode_limit: int, per_step: list | None = None) -> dict:
+def measure(spec: EngineSpec, category: str, chosen: list[str], params, decode_limit: int, per_step: list) -> dict:
     run(spec, chosen[:1], params)  # warm-up: the engine is built and its first request is not timed
     rows, tokens, accepted, drafts = [], 0, 0, 0
     for prompt in chosen:
@@ -69,11 +69,11 @@ def measure(spec: EngineSpec, chosen: list[str], params, decode_limit: int, per_
     frame["prep_and_logits_ms"] = frame["execute_model_ms"] - frame["target_forward_ms"]
     frame["bookkeeping_ms"] = frame["sample_tokens_ms"] - frame["sampler_ms"] - frame.get("draft_ms", 0.0)
     frame["scheduler_and_output_ms"] = frame["period_ms"] - frame["execute_model_ms"] - frame["sample_tokens_ms"]
-    if per_step is not None:
-        per_step.append(frame.assign(arm=spec.label(), temperature=params.temperature))
+    labels = {"category": category, "temperature": params.temperature, "arm": spec.label()}
+    per_step.append(frame.assign(**labels))
     cols = ["period_ms", "target_forward_ms", "prep_and_logits_ms", "sampler_ms", "draft_ms", "bookkeeping_ms",
             "scheduler_and_output_ms"]
-    out = {"hardware": hardware.describe(), "arm": spec.label(), "decode_steps": len(frame)}
+    out = {"hardware": hardware.describe(), **labels, "decode_steps": len(frame)}
     out |= {c: round(frame[c].mean(), 2) if c in frame else 0.0 for c in cols}
     # tokens per decode step: every request's tokens after the first (the prefill step writes one), over its decode
     # steps (each request's last step has no next start to time it, but it wrote tokens: it counts here)
@@ -96,20 +96,21 @@ def main() -> None:
     for name in ("execute_model", "sample_tokens", *PARTS):
         spy(name)
     profile = active_profile()
-    arms = [spec for method in args.methods for spec in (
-        [EngineSpec(profile.name, "eagle3", k=args.k, draft=head) for head in profile.eagle_heads]
-        if method == "eagle3" else [EngineSpec(profile.name) if method == "baseline" else EngineSpec(profile.name, method, k=args.k)])]
+    arms = []
+    for method in args.methods:
+        if method == "baseline":
+            arms.append(EngineSpec(profile.name))
+        elif method == "eagle3":
+            arms += [EngineSpec(profile.name, "eagle3", k=args.k, draft=head) for head in profile.eagle_heads]
+        else:
+            arms.append(EngineSpec(profile.name, method, k=args.k))
     tables, per_step = [], []
     for category in args.categories:
         for temperature in args.temperatures:
             chosen, params = prompts(category, args.prompts), sampling_params(temperature, args.max_tokens)
-            table = pd.DataFrame([measure(spec, chosen, params, 1 if spec.method == "baseline" else args.k + 1,
-                                          per_step) for spec in arms])
+            table = pd.DataFrame([measure(spec, category, chosen, params,
+                                          1 if spec.method == "baseline" else args.k + 1, per_step) for spec in arms])
             base = table["period_ms"].iloc[0] / table["tokens_per_step"].iloc[0]
-            table.insert(1, "category", category)
-            for frame in per_step[-len(arms):]:
-                frame["category"] = category
-            table.insert(2, "temperature", temperature)
             table["step_cost_ratio"] = (table["period_ms"] / table["period_ms"].iloc[0]).round(3)
             table["decode_speedup"] = (base * table["tokens_per_step"] / table["period_ms"]).round(3)
             table[f"tokens_per_step_for_{args.target:g}x"] = (args.target * table["step_cost_ratio"]).round(2)
@@ -121,8 +122,7 @@ def main() -> None:
     table.to_csv(path, index=False)
     steps_path = path.with_name("step_breakdown_steps.csv")  # every decode step, for splits the table does not make
     pd.concat(per_step, ignore_index=True).drop(columns="start").to_csv(steps_path, index=False)
-    print(markdown(table))
-    print(f"-> {path.relative_to(ROOT)}")
+    print(f"-> {path.relative_to(ROOT)}, {steps_path.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":
