@@ -220,14 +220,16 @@ def predict_option(answers: Answers, data: Measurements, method: str, draws: int
     prediction = speed_model.category_prediction(costs, per_prompt, n=answers.concurrency,
                                                  prompt_tokens=answers.prompt_tokens,
                                                  output_tokens=answers.output_tokens,
-                                                 draws=costs.draws(draws) if measured_pair else [])
+                                                 draws=costs.draws(draws) if measured_pair else [],
+                                                 temperature=answers.temperature)
     ctx = answers.prompt_tokens + answers.output_tokens / 2
     f = speed_model.draft_share(method, data.k, per_prompt["verify_steps"].sum(), per_prompt["drafted_steps"].sum(),
                                 per_prompt["draft_tokens"].sum() if "draft_tokens" in per_prompt else float("nan"))
-    ratio = costs.step_s(method, answers.concurrency, data.k, ctx, f) / costs.step_s("baseline", answers.concurrency,
-                                                                                    data.k, ctx)
+    ratio = (costs.step_s(method, answers.concurrency, data.k, ctx, f, answers.temperature)
+             / costs.step_s("baseline", answers.concurrency, data.k, ctx, temperature=answers.temperature))
     prefill = costs.ttft_s("baseline", answers.prompt_tokens)
-    base = prefill + (answers.output_tokens - 1) * costs.step_s("baseline", 1, data.k, ctx)
+    base = prefill + (answers.output_tokens - 1) * costs.step_s("baseline", 1, data.k, ctx,
+                                                                 temperature=answers.temperature)
     quantity = "latency" if answers.concurrency == 1 else "throughput"
     reasons = [
         "acceptance: " + acceptance_reason,

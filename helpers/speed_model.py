@@ -2,14 +2,21 @@
 
 A request that writes L tokens takes L - 1 decode steps without speculation and (L - 1) / tau with it, tau being
 its tokens per decode step (1 + the draft tokens it accepted per step, measured by vLLM per request). What a step
-costs is linear in what it computes:
+costs grows with what it computes, each added token costing less than the one before (:func:`_rising`):
 
-    t_T(N, ctx) = a_T + b_T N + e_T N ctx    the target scoring N tokens in one pass, each after ctx tokens
-    t_D(N, ctx) = a_D + b_D N + e_D N ctx    the draft model, the same (measured serving the draft alone)
+    t_T(N, ctx) = a_T + b_T N + h_T (sqrt(N) - 1) + e_T N ctx    the target scoring N tokens in one pass, each
+                                                                 after ctx tokens
+    t_D(N, ctx) = a_D + b_D N + h_D (sqrt(N) - 1) + e_D N ctx    the draft model, the same (measured serving the
+                                                                 draft alone)
     draft-model step, n sequences:  t_T(n (k + 1), ctx) + k (t_D(n, ctx) + x_D) + o_D
     n-gram step, n sequences:       t_T(n, ctx) + f (t_T(n (k + 1), ctx) - t_T(n, ctx)) + o_N
     EAGLE-3 step, n sequences:      t_T(n (k + 1), ctx) + k x_E
-    suffix step, n sequences:       t_T(n, ctx) + f (t_T(n (k + 1), ctx) - t_T(n, ctx)) + o_S
+    suffix step, n sequences:       t_T(n (1 + f k), ctx) + o_S
+
+At T > 0 every step also samples: a plain step adds z_B n, a speculative step z_S n, because vLLM runs its
+rejection sampler on every step of a speculative engine, drafted or not (``use_spec_decode`` in
+``v1/worker/gpu_model_runner.py``: 2.7-3.2 ms a step here against 0.6-0.9 ms at T = 0, measured per step by
+``scripts/step_breakdown.py``).
 
 (f: the share of steps that proposed a draft; n-gram proposes none where it finds no match; suffix decoding drafts
 a varying number of tokens, so its f is the draft tokens per step over k, :func:`draft_share`). An EAGLE-3 head is
@@ -35,15 +42,17 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-STEP_PARAMS = ("a_T", "b_T", "e_T", "a_D", "b_D", "e_D", "x_D", "o_D", "o_N", "x_E", "o_S")
+STEP_PARAMS = ("a_T", "b_T", "e_T", "a_D", "b_D", "e_D", "x_D", "o_D", "o_N", "x_E", "o_S", "z_B", "z_S", "h_T", "h_D")
 TTFT_PARAMS = ("q0", "q1", "q2", "u0", "u1", "u_N", "u_E", "u_S")
 SPECULATIVE = ("draft_model", "ngram", "eagle3", "suffix")
 ONE_REQUEST_ONLY = ("eagle3", "suffix")  # timed one request at a time only (04): no step cost measured at n > 1
 DRAWS = 400  # parameter draws for the model's uncertainty
 SPLIT_RULE = ("fit: 04's k sweep at its shortest and longest k (T = 0, both categories); 04's EAGLE-3 and suffix "
-              "points at T = 0; 05 at its shortest and longest prompt length; 06 at its smallest and largest "
+              "points at T = 0; 04's draft model at its highest temperature (both categories: the sampler's cost at "
+              "T > 0); 05 at its shortest and longest prompt length; 06 at its smallest and largest "
               "concurrency. Held out: every other speculative point of 04, 05 and 06 (04 at the profile's k and the "
-              "k between, every temperature, and EAGLE-3 and suffix at T > 0; 05's middle lengths; 06's middle "
+              "k between, n-gram at every temperature, the draft model at the temperatures between, and EAGLE-3 and "
+              "suffix at T > 0; 05's middle lengths; 06's middle "
               "concurrencies).")
 
 
@@ -99,6 +108,8 @@ def in_fit(p: pd.DataFrame) -> pd.Series:
         ks = p.loc[g & (p["method"] == "draft_model"), "k"]
         fit |= g & (p["temperature"] == 0) & p["k"].isin([ks.min(), ks.max()]) & (ks.min() < ks.max())
         fit |= g & (p["temperature"] == 0) & p["method"].isin(ONE_REQUEST_ONLY)
+        hottest = p.loc[g, "temperature"].max()
+        fit |= g & (p["method"] == "draft_model") & (p["temperature"] == hottest) & (hottest > 0)
     for source, column in (("05", "prompt_length"), ("06", "n")):
         s = p["source"] == source
         if s.any():
@@ -108,6 +119,12 @@ def in_fit(p: pd.DataFrame) -> pd.Series:
 
 
 # ---- costs -------------------------------------------------------------------------------------------------------
+
+def _rising(tokens):
+    """How a pass's cost departs from a straight line in the tokens it computes: sqrt(N) - 1, 0 for one token. On
+    this CPU each added sequence costs less than the one before (06's plain steps: +5.9 ms from 1 to 2 sequences,
+    +2.4 ms a sequence from 4 to 8)."""
+    return np.sqrt(tokens) - 1
 
 @dataclass(frozen=True)
 class Costs:
@@ -133,28 +150,31 @@ class Costs:
 
     def target(self, tokens, ctx):
         a, b, e = self.step[:3]
-        return a + b * tokens + e * tokens * ctx
+        return a + b * tokens + e * tokens * ctx + self.step[13] * _rising(tokens)
 
     def draft(self, tokens, ctx):
         a, b, e = self.step[3:6]
-        return a + b * tokens + e * tokens * ctx
+        return a + b * tokens + e * tokens * ctx + self.step[14] * _rising(tokens)
 
-    def step_s(self, method: str, n: int, k: int, ctx: float, f: float = 1.0) -> float:
+    def step_s(self, method: str, n: int, k: int, ctx: float, f: float = 1.0, temperature: float = 0.0) -> float:
         """One decode step of ``n`` sequences: plain (``baseline``), or verifying k drafted tokens."""
         self.check(method)
         base = self.target(n, ctx)
+        sampling = n * (temperature > 0)
         if method == "baseline":
-            return base
+            return base + sampling * self.step[11]
         verify = self.target(n * (k + 1), ctx)
         if method == "draft_model":
-            return verify + k * (self.draft(n, ctx) + self.step[6]) + self.step[7]
-        if method == "ngram":
-            return base + f * (verify - base) + self.step[8]
-        if method == "eagle3":
-            return verify + k * self.step[9]
-        if method == "suffix":
-            return base + f * (verify - base) + self.step[10]
-        raise ValueError(f"no cost model for method {method!r}")
+            step = verify + k * (self.draft(n, ctx) + self.step[6]) + self.step[7]
+        elif method == "ngram":
+            step = base + f * (verify - base) + self.step[8]
+        elif method == "eagle3":
+            step = verify + k * self.step[9]
+        elif method == "suffix":
+            step = self.target(n * (1 + f * k), ctx) + self.step[10]
+        else:
+            raise ValueError(f"no cost model for method {method!r}")
+        return step + sampling * self.step[12]
 
     def ttft_s(self, method: str, prompt_tokens: float) -> float:
         q0, q1, q2, u0, u1, u_n, u_e, u_s = self.ttft
@@ -194,21 +214,23 @@ class RooflineCosts(Costs):
         return []  # no fitted parameters, so no parameter uncertainty: the label says what it is
 
 
-def _design(method: str, n, k, ctx, f) -> list[float]:
+def _design(method: str, n, k, ctx, f, temperature: float = 0.0) -> list[float]:
     """One row of the step-cost fit: the coefficients of :data:`STEP_PARAMS` in :meth:`Costs.step_s`."""
+    sampling = n * (temperature > 0)
     if method == "baseline":
-        return [1, n, n * ctx, 0, 0, 0, 0, 0, 0, 0, 0]
+        return [1, n, n * ctx, 0, 0, 0, 0, 0, 0, 0, 0, sampling, 0, _rising(n), 0]
     if method == "draft_alone":
-        return [0, 0, 0, 1, n, n * ctx, 0, 0, 0, 0, 0]
+        return [0, 0, 0, 1, n, n * ctx, 0, 0, 0, 0, 0, 0, 0, 0, _rising(n)]
     if method == "draft_model":
         t = n * (k + 1)
-        return [1, t, t * ctx, k, k * n, k * n * ctx, k, 1, 0, 0, 0]
+        return [1, t, t * ctx, k, k * n, k * n * ctx, k, 1, 0, 0, 0, 0, sampling, _rising(t), k * _rising(n)]
     if method == "eagle3":
         t = n * (k + 1)
-        return [1, t, t * ctx, 0, 0, 0, 0, 0, 0, k, 0]
-    if method in ("ngram", "suffix"):
+        return [1, t, t * ctx, 0, 0, 0, 0, 0, 0, k, 0, 0, sampling, _rising(t), 0]
+    if method in ("ngram", "suffix"):  # n-gram drafts k tokens or none, suffix decoding f k on average
         t = n * (1 + f * k)
-        return [1, t, t * ctx, 0, 0, 0, 0, 0, method == "ngram", 0, method == "suffix"]
+        rising = (1 - f) * _rising(n) + f * _rising(n * (k + 1)) if method == "ngram" else _rising(t)
+        return [1, t, t * ctx, 0, 0, 0, 0, 0, method == "ngram", 0, method == "suffix", 0, sampling, rising, 0]
     raise ValueError(method)
 
 
@@ -247,10 +269,10 @@ def step_observations(p: pd.DataFrame) -> pd.DataFrame:
         f = r["draft_fraction"] if r["method"] in ("ngram", "suffix") else 1.0
         if r["step_ms"] == r["step_ms"]:
             rows.append({"method": r["method"], "n": r["n"], "k": r["k"], "ctx": r["ctx"], "f": f,
-                         "step_s": r["step_ms"] / 1000, "point": r["point"]})
+                         "temperature": r["temperature"], "step_s": r["step_ms"] / 1000, "point": r["point"]})
         if r["baseline_step_ms"] == r["baseline_step_ms"]:
             rows.append({"method": "baseline", "n": r["n"], "k": 0, "ctx": r["ctx"], "f": 0.0,
-                         "step_s": r["baseline_step_ms"] / 1000, "point": r["point"]})
+                         "temperature": r["temperature"], "step_s": r["baseline_step_ms"] / 1000, "point": r["point"]})
     return pd.DataFrame(rows)
 
 
@@ -258,8 +280,9 @@ def fit(p: pd.DataFrame) -> Costs:
     """Fit step and prefill costs to the fit split of :func:`points`."""
     obs = step_observations(p)
     obs = obs[np.isfinite(obs["step_s"]) & np.isfinite(obs["f"].astype(float))]
-    step, step_cov = _wls([_design(m, n, k, c, f) for m, n, k, c, f in
-                           obs[["method", "n", "k", "ctx", "f"]].itertuples(index=False)],
+    step, step_cov = _wls([_design(m, n, k, c, f, temp) for m, n, k, c, f, temp in
+                           obs[["method", "n", "k", "ctx", "f", "temperature"]].fillna({"temperature": 0.0})
+                           .itertuples(index=False)],
                           obs["step_s"].tolist(), STEP_PARAMS)
     ttft_rows, ttft_y = [], []
     one = p[p["fit"] & (p["n"] == 1)]
@@ -280,7 +303,7 @@ def fit(p: pd.DataFrame) -> Costs:
 # ---- predictions -------------------------------------------------------------------------------------------------
 
 def _wave_decode_s(costs: Costs, method: str, k: int, taus, decode_tokens: float, ctx: float, f: float,
-                   step_by_size: np.ndarray | None = None) -> np.ndarray | float:
+                   step_by_size: np.ndarray | None = None, temperature: float = 0.0) -> np.ndarray | float:
     """Decode time of requests submitted together: each needs decode_tokens / tau steps; as requests finish the
     batch shrinks, so each stretch is timed at the number of sequences still running. ``taus``: one wave (a float
     back), or an array whose last axis is the wave and whose next-to-last axis is summed over (the waves served one
@@ -289,10 +312,11 @@ def _wave_decode_s(costs: Costs, method: str, k: int, taus, decode_tokens: float
     waves = taus.reshape(1, 1, -1) if taus.ndim == 1 else taus
     size = waves.shape[-1]
     if method == "baseline":
-        total = np.full(waves.shape[0], waves.shape[1] * decode_tokens * costs.step_s("baseline", size, k, ctx))
+        total = np.full(waves.shape[0], waves.shape[1] * decode_tokens * costs.step_s("baseline", size, k, ctx,
+                                                                                         temperature=temperature))
     else:
         if step_by_size is None:
-            step_by_size = costs.step_s(method, np.arange(1, size + 1), k, ctx, f)
+            step_by_size = costs.step_s(method, np.arange(1, size + 1), k, ctx, f, temperature)
         steps = np.sort(decode_tokens / waves, axis=-1)
         stretches = np.diff(steps, axis=-1, prepend=0.0)  # the i-th: steps with size - i sequences still running
         total = (stretches @ np.asarray(step_by_size)[size - 1::-1]).sum(axis=-1)
@@ -300,12 +324,12 @@ def _wave_decode_s(costs: Costs, method: str, k: int, taus, decode_tokens: float
 
 
 def _waves_speedups(costs: Costs, method: str, k: int, n: int, samples: np.ndarray, prompt_tokens: float,
-                    output_tokens: float, f: float) -> np.ndarray:
+                    output_tokens: float, f: float, temperature: float = 0.0) -> np.ndarray:
     """Throughput speedup of each row of ``samples`` (tokens per decode step of its requests), served in waves of
     n in the row's order, the last wave as full as the row leaves it."""
     samples = np.atleast_2d(np.asarray(samples, float))
     decode_tokens, ctx = output_tokens - 1, prompt_tokens + output_tokens / 2
-    step_by_size = costs.step_s(method, np.arange(1, n + 1), k, ctx, f)
+    step_by_size = costs.step_s(method, np.arange(1, n + 1), k, ctx, f, temperature)
     whole = samples.shape[1] // n * n
     rows, rest = len(samples), samples.shape[1] - whole
     base = spec = 0.0
@@ -313,38 +337,40 @@ def _waves_speedups(costs: Costs, method: str, k: int, n: int, samples: np.ndarr
         if waves.size:  # whole waves, then the rest
             count, size = waves.shape[1:]
             base = base + count * costs.ttft_s("baseline", prompt_tokens * size) + _wave_decode_s(
-                costs, "baseline", k, waves, decode_tokens, ctx, f)
+                costs, "baseline", k, waves, decode_tokens, ctx, f, temperature=temperature)
             spec = spec + count * costs.ttft_s(method, prompt_tokens * size) + _wave_decode_s(
-                costs, method, k, waves, decode_tokens, ctx, f, step_by_size)
+                costs, method, k, waves, decode_tokens, ctx, f, step_by_size, temperature)
     return base / spec
 
 
 def _one_request_speedups(costs: Costs, method: str, k: int, taus, prompt_tokens, output_tokens,
-                          f: float) -> np.ndarray:
+                          f: float, temperature: float = 0.0) -> np.ndarray:
     """Each request's latency speedup served alone (arrays over requests, or scalars for lengths)."""
     taus, prompt_tokens = np.asarray(taus, float), np.asarray(prompt_tokens, float)
     decode_tokens, ctx = np.asarray(output_tokens, float) - 1, prompt_tokens + np.asarray(output_tokens, float) / 2
-    base = costs.ttft_s("baseline", prompt_tokens) + decode_tokens * costs.step_s("baseline", 1, k, ctx)
-    spec = costs.ttft_s(method, prompt_tokens) + decode_tokens / taus * costs.step_s(method, 1, k, ctx, f)
+    base = costs.ttft_s("baseline", prompt_tokens) + decode_tokens * costs.step_s("baseline", 1, k, ctx,
+                                                                                   temperature=temperature)
+    spec = costs.ttft_s(method, prompt_tokens) + decode_tokens / taus * costs.step_s(method, 1, k, ctx, f, temperature)
     return base / spec
 
 
 def _speedup(costs: Costs, method: str, k: int, n: int, taus: Sequence[float], prompt_tokens: float,
-             output_tokens: float, f: float) -> float:
+             output_tokens: float, f: float, temperature: float = 0.0) -> float:
     """Predicted speedup: one request at a time (n = 1), the geometric mean over requests of per-request latency
     ratios; n > 1, the ratio of total times of the requests served in waves of n (throughput)."""
     if n == 1:
         return float(np.exp(np.mean(np.log(_one_request_speedups(costs, method, k, taus, prompt_tokens,
-                                                                 output_tokens, f)))))
-    return float(_waves_speedups(costs, method, k, n, taus, prompt_tokens, output_tokens, f)[0])
+                                                                 output_tokens, f, temperature)))))
+    return float(_waves_speedups(costs, method, k, n, taus, prompt_tokens, output_tokens, f, temperature)[0])
 
 
 def predict(costs: Costs, method: str, k: int, n: int, taus: Sequence[float], prompt_tokens: float,
-            output_tokens: float, f: float = 1.0, draws: list[Costs] | None = None) -> dict[str, float]:
+            output_tokens: float, f: float = 1.0, draws: list[Costs] | None = None,
+            temperature: float = 0.0) -> dict[str, float]:
     """Predicted speedup for requests with tokens per decode step ``taus`` and the model's own log standard error
     (over parameter draws)."""
-    estimate = _speedup(costs, method, k, n, taus, prompt_tokens, output_tokens, f)
-    sampled = [_speedup(d, method, k, n, taus, prompt_tokens, output_tokens, f) for d in (draws or [])]
+    estimate = _speedup(costs, method, k, n, taus, prompt_tokens, output_tokens, f, temperature)
+    sampled = [_speedup(d, method, k, n, taus, prompt_tokens, output_tokens, f, temperature) for d in (draws or [])]
     sampled = np.log([s for s in sampled if s > 0])
     return {"speedup": estimate, "model_se": float(sampled.std()) if len(sampled) > 1 else 0.0}
 
@@ -414,8 +440,9 @@ def held_out(p: pd.DataFrame, costs: Costs, acceptance: pd.DataFrame | None = No
         taus, tau_se, tau_from = _point_taus(r, acceptance)
         f = (r["draft_fraction"] if r["method"] in ("ngram", "suffix") and r["draft_fraction"] == r["draft_fraction"]
              else 1.0)
+        temperature = r["temperature"] if r["temperature"] == r["temperature"] else 0.0
         prediction = predict(costs, r["method"], int(r["k"]), int(r["n"]), taus, r["prompt_tokens"],
-                             r["output_tokens"], f, draws)
+                             r["output_tokens"], f, draws, temperature)
         meas_se = r["log_se"] if r["log_se"] == r["log_se"] else 0.0
         prompts = int(r["prompts"]) if r["prompts"] == r["prompts"] else 3
         dof = max(prompts - 1, 1) if str(r["interval"]).startswith("95% CI over") else 2
@@ -473,11 +500,11 @@ def from_frame(frame: pd.DataFrame) -> Costs:
 
 def category_prediction(costs: Costs, per_prompt: pd.DataFrame, n: int = 1, prompt_tokens: float | None = None,
                         output_tokens: float | None = None, draws: list[Costs] | None = None,
-                        resamples: int = 200) -> dict:
+                        resamples: int = 200, temperature: float | None = None) -> dict:
     """Predicted speedup of one (category, temperature, method, k) from each prompt's measured tokens per decode
     step (``per_prompt``: rows of :func:`helpers.sweeps.acceptance`), with a 95% interval that joins the spread over
     prompts (the prompts being the sample) and the model's uncertainty. Prompt and answer length default to each
-    prompt's own (n = 1) or their medians (n > 1).
+    prompt's own (n = 1) or their medians (n > 1), the temperature (which sets the sampler's cost) to the rows'.
 
     One request at a time (n = 1): the geometric mean over prompts of each prompt's latency speedup, a t interval
     over prompts. n > 1: the throughput of the category's prompts sent in waves of n, mixed as they come (cycled to
@@ -494,13 +521,15 @@ def category_prediction(costs: Costs, per_prompt: pd.DataFrame, n: int = 1, prom
                     rows["draft_tokens"].sum() if "draft_tokens" in rows else float("nan"))
     draws = costs.draws() if draws is None else draws
     taus = rows["tau"].to_numpy(float)
+    if temperature is None:
+        temperature = float(rows["temperature"].iloc[0]) if "temperature" in rows else 0.0
 
     if n == 1:
         prompts = prompt_tokens or rows["prompt_tokens"].to_numpy(float)
         outputs = output_tokens or rows["output_tokens"].to_numpy(float)
 
         def each(c: Costs) -> np.ndarray:
-            return np.log(_one_request_speedups(c, method, k, taus, prompts, outputs, f))
+            return np.log(_one_request_speedups(c, method, k, taus, prompts, outputs, f, temperature))
 
         logs = each(costs)
         centre = float(logs.mean())
@@ -513,7 +542,7 @@ def category_prediction(costs: Costs, per_prompt: pd.DataFrame, n: int = 1, prom
         whole = np.arange(-(-len(taus) // n) * n) % len(taus)  # the prompts cycled to whole waves of n
 
         def mixed(c: Costs, samples: np.ndarray) -> np.ndarray:
-            return np.log(_waves_speedups(c, method, k, n, samples[..., whole], prompt, output, f))
+            return np.log(_waves_speedups(c, method, k, n, samples[..., whole], prompt, output, f, temperature))
 
         centre = float(mixed(costs, taus)[0])
         model_se = float(np.std([mixed(d, taus)[0] for d in draws])) if draws else 0.0

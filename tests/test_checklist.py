@@ -19,7 +19,9 @@ TALK = ("meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.2-1B-Instruct", 
 CPU = checklist.Source("cpu", "CPU: test (2 cores)", "smollm2-135m-instruct", "draft-2l")
 MEASURED = (str(TARGET_DIR), str(draft_dir("2l")), "float32")  # the offline models (make models): their configs
 # Step costs (s): target 40 ms + 1 ms per token scored, draft 5 ms per step, 2 ms engine overhead per step
-COSTS = speed_model.Costs(np.array([0.040, 0.001, 0.0, 0.005, 0.0002, 0.0, 0.0, 0.002, 0.001, 0.0, 0.0]), np.zeros((11, 11)),
+S = len(speed_model.STEP_PARAMS)  # the terms after the first 11 (T > 0, a pass's rising) are 0 here
+COSTS = speed_model.Costs(np.r_[0.040, 0.001, 0.0, 0.005, 0.0002, 0.0, 0.0, 0.002, 0.001, 0.0, 0.0, np.zeros(S - 11)],
+                          np.zeros((S, S)),
                           np.array([0.05, 0.0008, 0.0, 0.01, 0.0001, 0.0, 0.0, 0.0]), np.zeros((8, 8)))
 TAUS = {("structured", 0.0): [2.6, 2.8, 2.4, 2.2, 2.9, 2.5, 2.7, 2.3], ("creative", 0.0): [1.5, 1.4, 1.6, 1.5],
         ("structured", 1.0): [1.3, 1.2, 1.25, 1.3], ("creative", 1.0): [1.05, 1.1, 1.0, 1.08]}
@@ -191,7 +193,8 @@ def test_newer_methods_are_predicted_where_measured_and_left_out_with_a_reason_e
     newer = pd.concat([data.acceptance[data.acceptance["method"] == "draft_model"].assign(method=m) for m in
                        ("eagle3", "suffix")], ignore_index=True)
     acceptance = pd.concat([data.acceptance, newer], ignore_index=True)
-    step = np.append(COSTS.step[:9], [0.001, 0.0005])  # an EAGLE-3 draft pass 1 ms, suffix's tree 0.5 ms a step
+    step = COSTS.step.copy()
+    step[9:11] = [0.001, 0.0005]  # an EAGLE-3 draft pass 1 ms, suffix's tree 0.5 ms a step
     costs = dataclasses.replace(COSTS, step=step, methods=("baseline", "draft_model", "ngram", "eagle3", "suffix"))
     with_terms = dataclasses.replace(data, acceptance=acceptance, costs=costs)
     result = checklist.recommend(answers(), with_terms)

@@ -9,26 +9,29 @@ from helpers import speed_model
 from helpers.speed_model import Costs
 
 S, T = len(speed_model.STEP_PARAMS), len(speed_model.TTFT_PARAMS)
-TRUE = Costs(step=np.array([0.030, 0.0012, 2e-6, 0.006, 0.0003, 4e-7, 0.0004, 0.002, 0.001, 0.003, 0.0015]),
+TRUE = Costs(step=np.array([0.030, 0.0012, 2e-6, 0.006, 0.0003, 4e-7, 0.0004, 0.002, 0.001, 0.003, 0.0015,
+                            0.0005, 0.0025, 0.004, 0.0003]),
              step_cov=np.zeros((S, S)), ttft=np.array([0.05, 0.0009, 1e-7, 0.01, 0.0002, 0.002, 0.001, 0.003]),
              ttft_cov=np.zeros((T, T)), methods=("baseline", *speed_model.SPECULATIVE))
 
 
-def _row(costs, rng, method, k, n, prompt_tokens, taus, noise=0.01, output_tokens=48, f=1.0, **extra):
+def _row(costs, rng, method, k, n, prompt_tokens, taus, noise=0.01, output_tokens=48, f=1.0, temperature=0.0,
+         **extra):
     ctx = prompt_tokens + output_tokens / 2
-    step = costs.step_s(method, n, k, ctx, f) if method != "draft_alone" else costs.draft(n, ctx)
-    speedup = speed_model._speedup(costs, method, k, n, taus, prompt_tokens, output_tokens, f) \
+    step = costs.step_s(method, n, k, ctx, f, temperature) if method != "draft_alone" else costs.draft(n, ctx)
+    speedup = speed_model._speedup(costs, method, k, n, taus, prompt_tokens, output_tokens, f, temperature) \
         if method in speed_model.SPECULATIVE else float("nan")
     jitter = lambda: float(np.exp(rng.normal(0, noise)))  # noqa: E731
     measured = speedup * jitter()
     return {"method": method, "k": k, "n": n, "prompt_tokens": prompt_tokens, "output_tokens": output_tokens,
-            "step_ms": 1000 * step * jitter(), "baseline_step_ms": 1000 * costs.step_s("baseline", n, k, ctx) * jitter(),
+            "step_ms": 1000 * step * jitter(),
+            "baseline_step_ms": 1000 * costs.step_s("baseline", n, k, ctx, temperature=temperature) * jitter(),
             "ttft_ms": 1000 * (costs.ttft_s(method, prompt_tokens) if method != "draft_alone" else 0.01) * jitter(),
             "baseline_ttft_ms": 1000 * costs.ttft_s("baseline", prompt_tokens) * jitter(),
             "draft_fraction": f, "tokens_per_verify_step": float(np.mean(taus)), "speedup": measured,
             "speedup_ci_low": measured * np.exp(-2 * noise), "speedup_ci_high": measured * np.exp(2 * noise),
             "log_se": noise, "interval": "95% CI over 8 prompts", "prompts": 8, "request_tau": list(taus),
-            "temperature": 0.0, **extra}
+            "temperature": temperature, **extra}
 
 
 def measurements(costs=TRUE, noise=0.01, seed=0):
@@ -36,8 +39,10 @@ def measurements(costs=TRUE, noise=0.01, seed=0):
     taus = list(rng.uniform(1.4, 2.8, 8))
     grid = pd.DataFrame([_row(costs, rng, "draft_model", k, 1, 60, taus, noise, category=c, arm=f"draft k={k}")
                          for c in ("structured", "creative") for k in (1, 2, 4, 8)]
-                        + [_row(costs, rng, "ngram", 4, 1, 60, taus, noise, f=0.5, category=c, arm="ngram k=4")
-                           for c in ("structured", "creative")]
+                        + [_row(costs, rng, "draft_model", 4, 1, 60, taus, noise, category=c, arm="draft k=4",
+                                temperature=t) for c in ("structured", "creative") for t in (0.5, 1.0)]
+                        + [_row(costs, rng, "ngram", 4, 1, 60, taus, noise, f=0.5, category=c, arm="ngram k=4",
+                                temperature=t) for c in ("structured", "creative") for t in (0.0, 1.0)]
                         + [_row(costs, rng, "eagle3", 4, 1, 60, taus, noise, category=c, arm="eagle3 k=4", temperature=t)
                            for c in ("structured", "creative") for t in (0.0, 1.0)]
                         + [_row(costs, rng, "suffix", 4, 1, 60, taus, noise, f=0.4, category=c, arm="suffix k=4",
@@ -58,6 +63,9 @@ def test_the_split_is_fixed_by_design():
     assert {"05 draft_model at 128 tokens", "05 draft_model at 2000 tokens", "06 ngram n=8"} <= fitted
     assert {"04 structured T=0 eagle3 k=4", "04 creative T=0 suffix k=4"} <= fitted  # T = 0 fits the newer methods
     assert "04 structured T=1 eagle3 k=4" not in fitted and "04 creative T=1 suffix k=4" not in fitted
+    # the draft model at the highest temperature fits the sampler's cost at T > 0; n-gram there tests it
+    assert "04 creative T=1 draft k=4" in fitted and "04 creative T=0.5 draft k=4" not in fitted
+    assert "04 creative T=1 ngram k=4" not in fitted
 
 
 def test_fit_recovers_the_costs_and_predicts_held_out_points():
@@ -75,14 +83,15 @@ def test_fit_recovers_the_costs_and_predicts_held_out_points():
 def test_a_wrong_cost_model_misses_the_held_out_points():
     # Measured with a verify pass that costs 3x what the model is given: the predictions fall outside
     p = measurements(noise=0.002)
-    wrong = Costs(TRUE.step * np.array([1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1]), np.zeros((S, S)), TRUE.ttft,
+    wrong = Costs(TRUE.step * np.array([1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 3, 1]), np.zeros((S, S)), TRUE.ttft,
                   np.zeros((T, T)), methods=TRUE.methods)
     table = speed_model.held_out(p, wrong)
     assert speed_model.coverage(table)["inside"] < 0.3
 
 
 def test_a_wave_lasts_as_long_as_its_slowest_request():
-    flat = Costs(np.array([0.01, 0, 0, 0.001, 0, 0, 0, 0, 0, 0, 0]), np.zeros((S, S)), np.zeros(T), np.zeros((T, T)))
+    flat = Costs(np.array([0.01, 0, 0, 0.001, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]), np.zeros((S, S)), np.zeros(T),
+                 np.zeros((T, T)))
     # step cost independent of n: two requests at tau 1 and 3 take as long as the tau-1 one alone
     assert speed_model._wave_decode_s(flat, "draft_model", 1, [1.0, 3.0], 30, 50, 1.0) == pytest.approx(
         speed_model._wave_decode_s(flat, "draft_model", 1, [1.0], 30, 50, 1.0))
@@ -114,13 +123,28 @@ def test_a_model_saved_before_the_newer_methods_loads_and_refuses_to_predict_the
     """The reference's model of 2026-12-04 has 9 step and 6 TTFT parameters and no list of methods: it loads with
     the newer terms at 0, and a prediction for EAGLE-3 or suffix decoding raises instead of costing them nothing."""
     frame = speed_model.to_frame(speed_model.fit(measurements()))
-    old = frame[~frame["parameter"].isin(["x_E", "o_S", "u_E", "u_S"])].drop(columns="methods")
+    old = frame[~frame["parameter"].isin(["x_E", "o_S", "z_B", "z_S", "h_T", "h_D", "u_E", "u_S"])].drop(
+        columns="methods")
     old["covariance"] = [c[:9] if g == "step" else c[:6] for c, g in zip(old["covariance"], old["group"])]
     back = speed_model.from_frame(old)
     assert back.methods == ("baseline", "draft_model", "ngram") and len(back.step) == S and back.step[9:].sum() == 0
     assert back.step_s("draft_model", 1, 4, 80) > 0
     with pytest.raises(ValueError, match="no step cost for eagle3"):
         back.step_s("eagle3", 1, 4, 80)
+
+
+def test_the_fit_recovers_the_sampler_at_t_above_0_and_a_pass_rising_slower_than_its_tokens():
+    costs = speed_model.fit(measurements(noise=0.002))
+    z_b, z_s, h_t = (speed_model.STEP_PARAMS.index(name) for name in ("z_B", "z_S", "h_T"))
+    assert costs.step[z_s] == pytest.approx(TRUE.step[z_s], rel=0.25)
+    assert costs.step[h_t] == pytest.approx(TRUE.step[h_t], rel=0.25)
+    assert abs(costs.step[z_b] - TRUE.step[z_b]) < 0.0005
+    # what T > 0 adds: z_S a sequence to a speculative step (drafted or not), z_B to a plain one
+    for method, extra in (("ngram", TRUE.step[z_s]), ("baseline", TRUE.step[z_b])):
+        assert TRUE.step_s(method, 2, 4, 80, 0.0, 1.0) - TRUE.step_s(method, 2, 4, 80, 0.0) == pytest.approx(2 * extra)
+    # each added sequence costs less than the one before
+    steps = np.diff(TRUE.step_s("baseline", np.arange(1, 10), 4, 80))
+    assert (np.diff(steps) < 0).all()
 
 
 def test_suffix_fills_as_many_draft_slots_as_it_drafted():
