@@ -117,6 +117,9 @@ def test_compare_gives_the_prediction_error_and_whether_it_lies_inside():
     assert "it lost (the whole interval below 1)" in lines[1] and "0.78x throughput (inside" in lines[1]
 
 
+STEPS = len(speed_model.STEP_PARAMS)  # the terms after the first 11 (T > 0, a pass's rising) are 0 here
+
+
 def measurements(speedup_04=(1.3, 1.2, 1.4), speedup_06=(0.7, 0.6, 0.8)) -> checklist.Measurements:
     grid = pd.DataFrame([
         {"category": "structured", "temperature": t, "method": "draft_model", "speedup": speedup_04[0],
@@ -132,9 +135,10 @@ def measurements(speedup_04=(1.3, 1.2, 1.4), speedup_06=(0.7, 0.6, 0.8)) -> chec
                                 "draft_tokens": 40, "drafted_steps": 10, "verify_steps": 10}
                                for t in (0.0, 1.0) for i, tau in enumerate((2.4, 2.6, 2.8))])
     return checklist.Measurements(grid, long, batch, checklist.Source("cpu", "CPU: test", "t", "d"), acceptance,
-                                  speed_model.Costs(np.array([0.04, 0.002, 0, 0.005, 0.0005, 0, 0, 0.002, 0, 0, 0]),
-                                                    np.zeros((11, 11)), np.array([0.05, 0.0008, 0, 0.01, 0, 0, 0, 0]),
-                                                    np.zeros((8, 8))), 4)
+                                  speed_model.Costs(np.r_[0.04, 0.002, 0, 0.005, 0.0005, 0, 0, 0.002, 0, 0, 0,
+                                                          np.zeros(STEPS - 11)],
+                                                    np.zeros((STEPS, STEPS)),
+                                                    np.array([0.05, 0.0008, 0, 0.01, 0, 0, 0, 0]), np.zeros((8, 8))), 4)
 
 
 def test_predictions_name_the_checklists_quantity_per_concurrency():
