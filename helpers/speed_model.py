@@ -49,11 +49,10 @@ ONE_REQUEST_ONLY = ("eagle3", "suffix")  # timed one request at a time only (04)
 DRAWS = 400  # parameter draws for the model's uncertainty
 SPLIT_RULE = ("fit: 04's k sweep at its shortest and longest k (T = 0, both categories); 04's EAGLE-3 and suffix "
               "points at T = 0; 04's draft model at its highest temperature (both categories: the sampler's cost at "
-              "T > 0); 05 at its shortest and longest prompt length; 06 at its smallest and largest "
-              "concurrency. Held out: every other speculative point of 04, 05 and 06 (04 at the profile's k and the "
-              "k between, n-gram at every temperature, the draft model at the temperatures between, and EAGLE-3 and "
-              "suffix at T > 0; 05's middle lengths; 06's middle "
-              "concurrencies).")
+              "T > 0); 05 at its shortest and longest prompt length; 06 at its smallest and largest concurrency. "
+              "Held out: every other speculative point of 04, 05 and 06 (04 at the profile's k and the k between, "
+              "n-gram at every temperature, the draft model at the temperatures between, and EAGLE-3 and suffix at "
+              "T > 0; 05's middle lengths; 06's middle concurrencies).")
 
 
 def draft_share(method: str, k: int, verify_steps: float, drafted_steps: float, draft_tokens: float) -> float:
@@ -96,6 +95,7 @@ def points(grid: pd.DataFrame | None, long: pd.DataFrame | None, batch: pd.DataF
                "prompt_length", "request_tau"]
     out = pd.concat([f.reindex(columns=columns) for f in frames], ignore_index=True)
     out["ctx"] = out["prompt_tokens"] + out["output_tokens"] / 2
+    out["temperature"] = out["temperature"].fillna(0.0)  # a frame without the column was measured at T = 0
     out["fit"] = in_fit(out)
     return out
 
@@ -125,6 +125,7 @@ def _rising(tokens):
     this CPU each added sequence costs less than the one before (06's plain steps: +5.9 ms from 1 to 2 sequences,
     +2.4 ms a sequence from 4 to 8)."""
     return np.sqrt(tokens) - 1
+
 
 @dataclass(frozen=True)
 class Costs:
@@ -281,8 +282,7 @@ def fit(p: pd.DataFrame) -> Costs:
     obs = step_observations(p)
     obs = obs[np.isfinite(obs["step_s"]) & np.isfinite(obs["f"].astype(float))]
     step, step_cov = _wls([_design(m, n, k, c, f, temp) for m, n, k, c, f, temp in
-                           obs[["method", "n", "k", "ctx", "f", "temperature"]].fillna({"temperature": 0.0})
-                           .itertuples(index=False)],
+                           obs[["method", "n", "k", "ctx", "f", "temperature"]].itertuples(index=False)],
                           obs["step_s"].tolist(), STEP_PARAMS)
     ttft_rows, ttft_y = [], []
     one = p[p["fit"] & (p["n"] == 1)]
@@ -440,9 +440,8 @@ def held_out(p: pd.DataFrame, costs: Costs, acceptance: pd.DataFrame | None = No
         taus, tau_se, tau_from = _point_taus(r, acceptance)
         f = (r["draft_fraction"] if r["method"] in ("ngram", "suffix") and r["draft_fraction"] == r["draft_fraction"]
              else 1.0)
-        temperature = r["temperature"] if r["temperature"] == r["temperature"] else 0.0
         prediction = predict(costs, r["method"], int(r["k"]), int(r["n"]), taus, r["prompt_tokens"],
-                             r["output_tokens"], f, draws, temperature)
+                             r["output_tokens"], f, draws, r["temperature"])
         meas_se = r["log_se"] if r["log_se"] == r["log_se"] else 0.0
         prompts = int(r["prompts"]) if r["prompts"] == r["prompts"] else 3
         dof = max(prompts - 1, 1) if str(r["interval"]).startswith("95% CI over") else 2
