@@ -15,8 +15,10 @@ costs grows with what it computes, each added token costing less than the one be
 
 At T > 0 every step also samples: a plain step adds z_B n, a speculative step z_S n, because vLLM runs its
 rejection sampler on every step of a speculative engine, drafted or not (``use_spec_decode`` in
-``v1/worker/gpu_model_runner.py``: 2.7-3.2 ms a step here against 0.6-0.9 ms at T = 0, measured per step by
-``scripts/step_breakdown.py``).
+``v1/worker/gpu_model_runner.py``: 2.7-3.2 ms a step here against 0.6-0.9 ms at T = 0). z_B and z_S are not fitted:
+a 2 ms term in a 50-100 ms step is below what timed end-to-end points resolve (the 2026-12-06 reference fitted z_S =
+0 +- 9 ms), so they are measured in-engine, T = 1 against T = 0, by a spy on the sampler (``scripts/step_breakdown.py``,
+:data:`SAMPLER_MEASUREMENT`, :func:`sampler_costs`).
 
 (f: the share of steps that proposed a draft; n-gram proposes none where it finds no match; suffix decoding drafts
 a varying number of tokens, so its f is the draft tokens per step over k, :func:`draft_share`). An EAGLE-3 head is
@@ -38,6 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -48,11 +51,14 @@ SPECULATIVE = ("draft_model", "ngram", "eagle3", "suffix")
 ONE_REQUEST_ONLY = ("eagle3", "suffix")  # timed one request at a time only (04): no step cost measured at n > 1
 DRAWS = 400  # parameter draws for the model's uncertainty
 SPLIT_RULE = ("fit: 04's k sweep at its shortest and longest k (T = 0, both categories); 04's EAGLE-3 and suffix "
-              "points at T = 0; 04's draft model at its highest temperature (both categories: the sampler's cost at "
-              "T > 0); 05 at its shortest and longest prompt length; 06 at its smallest and largest concurrency. "
-              "Held out: every other speculative point of 04, 05 and 06 (04 at the profile's k and the k between, "
-              "n-gram at every temperature, the draft model at the temperatures between, and EAGLE-3 and suffix at "
-              "T > 0; 05's middle lengths; 06's middle concurrencies).")
+              "points at T = 0; 05 at its shortest and longest prompt length; 06 at its smallest and largest "
+              "concurrency; the sampler's cost at T > 0 measured in-engine (scripts/step_breakdown.py). Held out: "
+              "every other speculative point of 04, 05 and 06 (04 at the profile's k and the k between, every "
+              "method at T > 0, n-gram at every temperature; 05's middle lengths; 06's middle concurrencies).")
+ROOT = Path(__file__).resolve().parent.parent
+# The sampler's cost per step and sequence at T = 1 less T = 0, measured in-engine (scripts/step_breakdown.py, 8
+# prompts per category, one request at a time, structured and creative) on the 2-core AVX2-only EPYC
+SAMPLER_MEASUREMENT = ROOT / "data" / "measurements" / "step-breakdown-2026-12-06-avx2-t0-t1.csv"
 
 
 def draft_share(method: str, k: int, verify_steps: float, drafted_steps: float, draft_tokens: float) -> float:
@@ -108,14 +114,31 @@ def in_fit(p: pd.DataFrame) -> pd.Series:
         ks = p.loc[g & (p["method"] == "draft_model"), "k"]
         fit |= g & (p["temperature"] == 0) & p["k"].isin([ks.min(), ks.max()]) & (ks.min() < ks.max())
         fit |= g & (p["temperature"] == 0) & p["method"].isin(ONE_REQUEST_ONLY)
-        hottest = p.loc[g, "temperature"].max()
-        fit |= g & (p["method"] == "draft_model") & (p["temperature"] == hottest) & (hottest > 0)
     for source, column in (("05", "prompt_length"), ("06", "n")):
         s = p["source"] == source
         if s.any():
             values = p.loc[s, column]
             fit |= s & p[column].isin([values.min(), values.max()])
     return fit
+
+
+def sampler_costs(breakdown: pd.DataFrame | Path = SAMPLER_MEASUREMENT) -> dict[str, tuple[float, float]]:
+    """z_B and z_S (seconds per step and sequence, with a standard error) from a per-step spy's table
+    (``scripts/step_breakdown.py``): the sampler's time at the highest temperature less at T = 0, for the baseline
+    (z_B) and every speculative arm (z_S), per category; the value is the mean over those differences, its error
+    their standard deviation (the spread between arms and categories, not the far smaller error of each mean)."""
+    table = pd.read_csv(breakdown) if isinstance(breakdown, Path) else breakdown
+    hottest = table["temperature"].max()
+    if hottest <= 0 or not (table["temperature"] == 0).any():
+        raise ValueError("the sampler's cost needs a step breakdown at T = 0 and at T > 0")
+    cold, hot = (table[table["temperature"] == t].set_index(["category", "arm"])["sampler_ms"] for t in (0, hottest))
+    extra = (hot - cold).dropna() / 1000
+    plain = extra[extra.index.get_level_values("arm") == "baseline"]
+    speculative = extra[extra.index.get_level_values("arm") != "baseline"]
+    if plain.empty or speculative.empty:
+        raise ValueError("the sampler's cost needs the baseline and a speculative arm at both temperatures")
+    return {name: (float(d.mean()), float(d.std(ddof=1)) if len(d) > 1 else float(d.mean()))
+            for name, d in (("z_B", plain), ("z_S", speculative))}
 
 
 # ---- costs -------------------------------------------------------------------------------------------------------
@@ -241,23 +264,29 @@ def _ttft_design(method: str, p: float) -> list[float]:
     return [1, p, p * p, *extra]
 
 
-def _wls(rows: list[list[float]], y: list[float], names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+def _wls(rows: list[list[float]], y: list[float], names: Sequence[str],
+         known: dict[str, tuple[float, float]] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Least squares on relative errors, every parameter a time and so >= 0; covariance from the residuals over the
-    parameters off that bound. A parameter the data cannot identify (no row informs it) is 0 with 0 variance."""
+    parameters off that bound. A parameter the data cannot identify (no row informs it) is 0 with 0 variance.
+    ``known``: parameters measured elsewhere, name -> (value, standard error), taken as they are."""
     from scipy.optimize import lsq_linear
 
     if not rows:
         return np.zeros(len(names)), np.zeros((len(names), len(names)))
     x, y = np.asarray(rows, float), np.asarray(y, float)
-    used = np.abs(x).sum(axis=0) > 0
-    xw, yw = x[:, used] / y[:, None], np.ones_like(y)
+    theta, cov = np.zeros(len(names)), np.zeros((len(names), len(names)))
+    fixed = np.zeros(len(names), bool)
+    for name, (value, se) in (known or {}).items():
+        i = list(names).index(name)
+        theta[i], cov[i, i], fixed[i] = value, se ** 2, True
+    used = (np.abs(x).sum(axis=0) > 0) & ~fixed
+    xw, yw = x[:, used] / y[:, None], 1 - (x[:, fixed] @ theta[fixed]) / y
     theta_used = lsq_linear(xw, yw, bounds=(0, np.inf)).x
     free = theta_used > 0
     dof = max(len(y) - free.sum(), 1)
     sigma2 = float(((yw - xw @ theta_used) ** 2).sum() / dof)
     cov_used = np.zeros((used.sum(), used.sum()))
     cov_used[np.ix_(free, free)] = sigma2 * np.linalg.pinv(xw[:, free].T @ xw[:, free])
-    theta, cov = np.zeros(len(names)), np.zeros((len(names), len(names)))
     theta[used] = theta_used
     cov[np.ix_(used, used)] = cov_used
     return theta, cov
@@ -277,13 +306,15 @@ def step_observations(p: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def fit(p: pd.DataFrame) -> Costs:
-    """Fit step and prefill costs to the fit split of :func:`points`."""
+def fit(p: pd.DataFrame, sampler: dict[str, tuple[float, float]] | None = None) -> Costs:
+    """Fit step and prefill costs to the fit split of :func:`points`; the sampler's cost at T > 0 is taken from
+    ``sampler`` (default: :func:`sampler_costs` of the kit's in-engine measurement), not fitted."""
+    sampler = sampler_costs() if sampler is None else sampler
     obs = step_observations(p)
     obs = obs[np.isfinite(obs["step_s"]) & np.isfinite(obs["f"].astype(float))]
     step, step_cov = _wls([_design(m, n, k, c, f, temp) for m, n, k, c, f, temp in
                            obs[["method", "n", "k", "ctx", "f", "temperature"]].itertuples(index=False)],
-                          obs["step_s"].tolist(), STEP_PARAMS)
+                          obs["step_s"].tolist(), STEP_PARAMS, sampler)
     ttft_rows, ttft_y = [], []
     one = p[p["fit"] & (p["n"] == 1)]
     for _, r in one.iterrows():
@@ -294,8 +325,9 @@ def fit(p: pd.DataFrame) -> Costs:
             ttft_rows.append(_ttft_design("baseline", r["prompt_tokens"]))
             ttft_y.append(r["baseline_ttft_ms"] / 1000)
     ttft, ttft_cov = _wls(ttft_rows, ttft_y, TTFT_PARAMS)  # zeros when there are no rows
-    label = Costs.label + ("" if ttft_rows else ", without prefill (no TTFT measured in the fit split: run 04 or "
-                                                "05 first)")
+    label = Costs.label + ("; the sampler at T > 0 measured in-engine" if sampler else "")
+    if not ttft_rows:
+        label += ", without prefill (no TTFT measured in the fit split: run 04 or 05 first)"
     methods = tuple(m for m in ("baseline", *SPECULATIVE) if m in set(obs["method"]))
     return Costs(step, step_cov, ttft, ttft_cov, label, methods)
 
@@ -453,6 +485,15 @@ def held_out(p: pd.DataFrame, costs: Costs, acceptance: pd.DataFrame | None = No
                      "inside": bool(low <= r["speedup"] <= high), "acceptance_from": tau_from,
                      "model_se": prediction["model_se"], "measurement_se": meas_se, "acceptance_se": tau_se})
     return pd.DataFrame(rows, columns=HELD_OUT_COLUMNS)
+
+
+def fit_and_hold_out(grid: pd.DataFrame | None, long: pd.DataFrame | None, batch: pd.DataFrame,
+                     acceptance: pd.DataFrame | None = None) -> tuple[pd.DataFrame, Costs, pd.DataFrame]:
+    """What notebook 06 ships from 04's, 05's and its own results: the points (06's arms at a k chosen by batch size
+    left out: no fixed k to fit), the fitted costs and the held-out table."""
+    p = points(grid, long, batch[~batch["arm"].str.contains("by batch size")])
+    costs = fit(p)
+    return p, costs, held_out(p, costs, acceptance)
 
 
 def coverage(table: pd.DataFrame) -> dict[str, float]:
