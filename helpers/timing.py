@@ -306,6 +306,8 @@ def summarize(runs: pd.DataFrame, baseline_arm: str = "baseline") -> pd.DataFram
             if len(baseline) and one_at_a_time else float("nan"),
             "baseline_ttft_ms": 1000 * float(baseline["ttft_s"].median()) if len(baseline) else float("nan"),
             "request_tau": _request_tau(group) if drafts else [],
+            # each prompt's speedup (median of its pairs), in prompt order like request_tau
+            "prompt_speedups": [round(float(x), 4) for x in paired.groupby(level="prompt_index").median()],
         })
     return pd.DataFrame(out)
 

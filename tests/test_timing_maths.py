@@ -110,6 +110,7 @@ def test_summarize_speedup_and_acceptance():
     assert s.loc["spec", "pairs"] == 6
     assert s.loc["spec", "position_acceptance"] == [1.0, 0.5, 0.25, 0.25]  # (2 runs x [4, 2, 1, 1]) / 8 drafts
     assert s.loc["baseline", "position_acceptance"] == []
+    assert s.loc["spec", "prompt_speedups"] == [2.0] * runs["prompt_index"].nunique()  # one per prompt, in order
 
 
 def test_decode_speedup_leaves_ttft_out_and_c_eff_is_recovered():
