@@ -45,6 +45,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from helpers.results import ROOT
+
 STEP_PARAMS = ("a_T", "b_T", "e_T", "a_D", "b_D", "e_D", "x_D", "o_D", "o_N", "x_E", "o_S", "z_B", "z_S", "h_T", "h_D")
 TTFT_PARAMS = ("q0", "q1", "q2", "u0", "u1", "u_N", "u_E", "u_S")
 SPECULATIVE = ("draft_model", "ngram", "eagle3", "suffix")
@@ -55,7 +57,6 @@ SPLIT_RULE = ("fit: 04's k sweep at its shortest and longest k (T = 0, both cate
               "concurrency; the sampler's cost at T > 0 measured in-engine (scripts/step_breakdown.py). Held out: "
               "every other speculative point of 04, 05 and 06 (04 at the profile's k and the k between, every "
               "method at T > 0, n-gram at every temperature; 05's middle lengths; 06's middle concurrencies).")
-ROOT = Path(__file__).resolve().parent.parent
 # The sampler's cost per step and sequence at T = 1 less T = 0, measured in-engine (scripts/step_breakdown.py, 8
 # prompts per category, one request at a time, structured and creative) on the 2-core AVX2-only EPYC
 SAMPLER_MEASUREMENT = ROOT / "data" / "measurements" / "step-breakdown-2026-12-06-avx2-t0-t1.csv"
@@ -126,7 +127,8 @@ def sampler_costs(breakdown: pd.DataFrame | Path = SAMPLER_MEASUREMENT) -> dict[
     """z_B and z_S (seconds per step and sequence, with a standard error) from a per-step spy's table
     (``scripts/step_breakdown.py``): the sampler's time at the highest temperature less at T = 0, for the baseline
     (z_B) and every speculative arm (z_S), per category; the value is the mean over those differences, its error
-    their standard deviation (the spread between arms and categories, not the far smaller error of each mean)."""
+    their standard deviation (the spread between arms and categories, not the far smaller error of each mean); with a
+    single difference, whose spread is unknown, the error is the value itself."""
     table = pd.read_csv(breakdown) if isinstance(breakdown, Path) else breakdown
     hottest = table["temperature"].max()
     if hottest <= 0 or not (table["temperature"] == 0).any():
