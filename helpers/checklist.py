@@ -377,7 +377,7 @@ def measurements(profile, batch: pd.DataFrame, max_tokens: int, repetitions: int
     fitted = results.load(speed_model.MODEL_FILE)
     if fitted is None:
         batch_fit = batch[~batch["arm"].isin(exclude_arms)]
-        costs = speed_model.fit(speed_model.points(grid, long, batch_fit))
+        costs = speed_model.fit(speed_model.points(grid, long, batch_fit), knee=speed_model.machine_knee(profile)[0])
         notes.append("no speed model in build/results/: fitted here to the measurements above")
     else:
         costs = speed_model.from_frame(fitted)

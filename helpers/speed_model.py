@@ -4,10 +4,13 @@ A request that writes L tokens takes L - 1 decode steps without speculation and 
 its tokens per decode step (1 + the draft tokens it accepted per step, measured by vLLM per request). What a step
 costs grows with what it computes, each added token costing less than the one before (:func:`_rising`):
 
-    t_T(N, ctx) = a_T + b_T N + h_T (sqrt(N) - 1) + e_T N ctx    the target scoring N tokens in one pass, each
+    t_T(N, ctx) = a_T + b_T M + h_T (sqrt(M) - 1) + e_T N ctx    the target scoring N tokens in one pass, each
                                                                  after ctx tokens
-    t_D(N, ctx) = a_D + b_D N + h_D (sqrt(N) - 1) + e_D N ctx    the draft model, the same (measured serving the
+    t_D(N, ctx) = a_D + b_D M + h_D (sqrt(M) - 1) + e_D N ctx    the draft model, the same (measured serving the
                                                                  draft alone)
+    M = max(N, knee) - knee + 1: no more than one token's cost up to the knee, the tokens vLLM-CPU's matmul kernels
+    score at one token's cost on this CPU (timed on the target's shapes, :func:`gemm_knee`; 1 where the cost grows
+    from the first token)
     draft-model step, n sequences:  t_T(n (k + 1), ctx) + k (t_D(n, ctx) + x_D) + o_D
     n-gram step, n sequences:       t_T(n, ctx) + f (t_T(n (k + 1), ctx) - t_T(n, ctx)) + o_N
     EAGLE-3 step, n sequences:      t_T(n (k + 1), ctx) + k x_E
@@ -54,7 +57,8 @@ ONE_REQUEST_ONLY = ("eagle3", "suffix")  # timed one request at a time only (04)
 DRAWS = 400  # parameter draws for the model's uncertainty
 SPLIT_RULE = ("fit: 04's k sweep at its shortest and longest k (T = 0, both categories); 04's EAGLE-3 and suffix "
               "points at T = 0; 05 at its shortest and longest prompt length; 06 at its smallest and largest "
-              "concurrency; the sampler's cost at T > 0 measured in-engine (scripts/step_breakdown.py). Held out: "
+              "concurrency; the sampler's cost at T > 0 measured in-engine (scripts/step_breakdown.py) and the knee on "
+              "vLLM's matmul kernels (gemm_knee), neither fitted. Held out: "
               "every other speculative point of 04, 05 and 06 (04 at the profile's k and the k between, every "
               "method at T > 0, n-gram at every temperature; 05's middle lengths; 06's middle concurrencies).")
 # The sampler's cost per step and sequence at T = 1 less T = 0, measured in-engine (scripts/step_breakdown.py, 8
@@ -152,6 +156,91 @@ def _rising(tokens):
     return np.sqrt(tokens) - 1
 
 
+def _above_knee(tokens, knee: int = 1):
+    """The tokens a pass's matrix products are charged for: none more up to ``knee`` tokens (counted as 1), one more
+    for each token past it. On the AVX-512 machine class vLLM-CPU's oneDNN products cost the same for 1 to about 5
+    rows (the step spy, data/measurements/step-breakdown-2026-12-06-avx512-k-sweep.csv: the target scored 2, 3, 5
+    and 9 tokens in 31.7, 25.0, 23.9 and 29.0 ms against 27-29 ms for one); knee 1 is a pass that grows from the
+    first token on. The knee is measured on the machine, not fitted (:func:`gemm_knee`)."""
+    return np.maximum(tokens, knee) - knee + 1
+
+
+def linear_shapes(config: dict) -> list[tuple[int, int, int]]:
+    """(out features, in features, how many) of a Llama-style model's linear layers: each layer's fused qkv, o,
+    gate_up and down projections, and the output head."""
+    hidden, layers, heads = config["hidden_size"], config["num_hidden_layers"], config["num_attention_heads"]
+    head_dim = config.get("head_dim") or hidden // heads
+    kv_heads = config.get("num_key_value_heads") or heads
+    inter = config["intermediate_size"]
+    return [((heads + 2 * kv_heads) * head_dim, hidden, layers), (hidden, heads * head_dim, layers),
+            (2 * inter, hidden, layers), (hidden, inter, layers), (config["vocab_size"], hidden, 1)]
+
+
+def gemm_times(config: dict, dtype: str = "float32", rows: Sequence[int] = tuple(range(1, 17)), repeats: int = 10,
+               rounds: int = 5) -> pd.DataFrame:
+    """Seconds a model's linear layers take for one pass of each number of rows (tokens), through vLLM-CPU's own
+    dispatch (``dispatch_cpu_unquantized_gemm``: oneDNN, sgl-kernel or zentorch, as vLLM picks them on this CPU),
+    on random weights of the model's shapes (:func:`linear_shapes`): ``rounds`` sweeps over the rows after one
+    discarded warm-up sweep, each time the mean of ``repeats`` calls."""
+    import time
+
+    import torch
+    from vllm.model_executor.layers.utils import dispatch_cpu_unquantized_gemm
+
+    torch.manual_seed(0)
+    layers = []
+    for out_features, in_features, count in linear_shapes(config):
+        layer = torch.nn.Linear(in_features, out_features, bias=False, dtype=getattr(torch, dtype))
+        dispatch_cpu_unquantized_gemm(layer, remove_weight=False)
+        layers.append((layer, count))
+    inputs = {m: [torch.randn(m, layer.in_features, dtype=layer.weight.dtype) for layer, _ in layers] for m in rows}
+
+    def one_pass(m: int) -> float:
+        total = 0.0
+        for (layer, count), x in zip(layers, inputs[m]):
+            start = time.perf_counter()
+            for _ in range(repeats):
+                layer.cpu_linear(x, layer.weight, None)
+            total += (time.perf_counter() - start) / repeats * count
+        return total
+
+    with torch.no_grad():
+        for m in rows:
+            one_pass(m)
+        return pd.DataFrame([{"round": r, "rows": m, "seconds": one_pass(m)} for r in range(rounds) for m in rows])
+
+
+def _hinge_knee(rows: np.ndarray, seconds: np.ndarray) -> int:
+    """The knee of a + b max(rows - knee, 0) fitted by least squares on relative errors, over every knee from the
+    fewest rows to the next-to-most (the fewest: the time grows from the first row on)."""
+    best = None
+    for knee in rows[:-1]:
+        x = np.column_stack([np.ones_like(rows), np.maximum(rows - knee, 0)]) / seconds[:, None]
+        residual = float(((1 - x @ np.linalg.lstsq(x, np.ones_like(rows), rcond=None)[0]) ** 2).sum())
+        if best is None or residual < best[0]:
+            best = (residual, int(knee))
+    return best[1]
+
+
+def gemm_knee(times: pd.DataFrame) -> int:
+    """The rows up to which a pass of the linear layers costs what one row's does: the median over the rounds of
+    :func:`gemm_times` of each round's hinge knee (the lower middle one for an even count)."""
+    knees = sorted(_hinge_knee(r["rows"].to_numpy(float), r["seconds"].to_numpy(float))
+                   for _, r in times.groupby("round"))
+    return knees[(len(knees) - 1) // 2]
+
+
+def machine_knee(profile) -> tuple[int, pd.DataFrame | None]:
+    """The knee of this machine for a profile's target (:func:`gemm_knee` of :func:`gemm_times`) and the times it
+    came from; off the CPU 1 and no times (a GPU pass is costed from the roofline, :class:`RooflineCosts`)."""
+    from helpers.vram import load_config
+
+    if profile.device != "cpu":
+        return 1, None
+    times = gemm_times(load_config(profile.target), profile.dtype)
+    return gemm_knee(times), times
+
+
 @dataclass(frozen=True)
 class Costs:
     """Step and prefill costs: fitted parameters (seconds) and their covariance."""
@@ -162,12 +251,14 @@ class Costs:
     label: str = "fitted to this kit's measurements"
     # the methods whose step times were in the fit (a term no row informs is 0, which is not a cost of 0)
     methods: tuple[str, ...] = ("baseline", "draft_model", "ngram")
+    knee: int = 1  # a pass of up to this many tokens costs what one token's does (:func:`_above_knee`)
 
     def draws(self, n: int = DRAWS, seed: int = 0) -> list[Costs]:
         rng = np.random.default_rng(seed)
         steps = rng.multivariate_normal(self.step, self.step_cov, n, method="svd")
         ttfts = rng.multivariate_normal(self.ttft, self.ttft_cov, n, method="svd")
-        return [Costs(s, self.step_cov, t, self.ttft_cov, self.label, self.methods) for s, t in zip(steps, ttfts)]
+        return [Costs(s, self.step_cov, t, self.ttft_cov, self.label, self.methods, self.knee)
+                for s, t in zip(steps, ttfts)]
 
     def check(self, method: str) -> None:
         if method not in self.methods:
@@ -176,11 +267,13 @@ class Costs:
 
     def target(self, tokens, ctx):
         a, b, e = self.step[:3]
-        return a + b * tokens + e * tokens * ctx + self.step[13] * _rising(tokens)
+        m = _above_knee(tokens, self.knee)
+        return a + b * m + e * tokens * ctx + self.step[13] * _rising(m)
 
     def draft(self, tokens, ctx):
         a, b, e = self.step[3:6]
-        return a + b * tokens + e * tokens * ctx + self.step[14] * _rising(tokens)
+        m = _above_knee(tokens, self.knee)
+        return a + b * m + e * tokens * ctx + self.step[14] * _rising(m)
 
     def step_s(self, method: str, n: int, k: int, ctx: float, f: float = 1.0, temperature: float = 0.0) -> float:
         """One decode step of ``n`` sequences: plain (``baseline``), or verifying k drafted tokens."""
@@ -240,23 +333,28 @@ class RooflineCosts(Costs):
         return []  # no fitted parameters, so no parameter uncertainty: the label says what it is
 
 
-def _design(method: str, n, k, ctx, f, temperature: float = 0.0) -> list[float]:
+def _design(method: str, n, k, ctx, f, temperature: float = 0.0, knee: int = 1) -> list[float]:
     """One row of the step-cost fit: the coefficients of :data:`STEP_PARAMS` in :meth:`Costs.step_s`."""
     sampling = n * (temperature > 0)
+    m = _above_knee(n, knee)
     if method == "baseline":
-        return [1, n, n * ctx, 0, 0, 0, 0, 0, 0, 0, 0, sampling, 0, _rising(n), 0]
+        return [1, m, n * ctx, 0, 0, 0, 0, 0, 0, 0, 0, sampling, 0, _rising(m), 0]
     if method == "draft_alone":
-        return [0, 0, 0, 1, n, n * ctx, 0, 0, 0, 0, 0, 0, 0, 0, _rising(n)]
-    if method == "draft_model":
+        return [0, 0, 0, 1, m, n * ctx, 0, 0, 0, 0, 0, 0, 0, 0, _rising(m)]
+    if method in ("draft_model", "eagle3"):
         t = n * (k + 1)
-        return [1, t, t * ctx, k, k * n, k * n * ctx, k, 1, 0, 0, 0, 0, sampling, _rising(t), k * _rising(n)]
-    if method == "eagle3":
-        t = n * (k + 1)
-        return [1, t, t * ctx, 0, 0, 0, 0, 0, 0, k, 0, 0, sampling, _rising(t), 0]
-    if method in ("ngram", "suffix"):  # n-gram drafts k tokens or none, suffix decoding f k on average
+        mt = _above_knee(t, knee)
+        if method == "eagle3":
+            return [1, mt, t * ctx, 0, 0, 0, 0, 0, 0, k, 0, 0, sampling, _rising(mt), 0]
+        return [1, mt, t * ctx, k, k * m, k * n * ctx, k, 1, 0, 0, 0, 0, sampling, _rising(mt), k * _rising(m)]
+    if method == "ngram":  # drafts k tokens or none: a share f of the steps verifies k + 1 tokens a sequence
+        mt = _above_knee(n * (k + 1), knee)
+        return [1, (1 - f) * m + f * mt, n * (1 + f * k) * ctx, 0, 0, 0, 0, 0, 1, 0, 0, 0, sampling,
+                (1 - f) * _rising(m) + f * _rising(mt), 0]
+    if method == "suffix":  # drafts f k tokens on average
         t = n * (1 + f * k)
-        rising = (1 - f) * _rising(n) + f * _rising(n * (k + 1)) if method == "ngram" else _rising(t)
-        return [1, t, t * ctx, 0, 0, 0, 0, 0, method == "ngram", 0, method == "suffix", 0, sampling, rising, 0]
+        mt = _above_knee(t, knee)
+        return [1, mt, t * ctx, 0, 0, 0, 0, 0, 0, 0, 1, 0, sampling, _rising(mt), 0]
     raise ValueError(method)
 
 
@@ -308,13 +406,14 @@ def step_observations(p: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def fit(p: pd.DataFrame, sampler: dict[str, tuple[float, float]] | None = None) -> Costs:
+def fit(p: pd.DataFrame, sampler: dict[str, tuple[float, float]] | None = None, knee: int = 1) -> Costs:
     """Fit step and prefill costs to the fit split of :func:`points`; the sampler's cost at T > 0 is taken from
-    ``sampler`` (default: :func:`sampler_costs` of the kit's in-engine measurement), not fitted."""
+    ``sampler`` (default: :func:`sampler_costs` of the kit's in-engine measurement), not fitted, and so is the knee
+    (the tokens a pass scores at one token's cost, :func:`_above_knee`), measured by :func:`gemm_knee`."""
     sampler = sampler_costs() if sampler is None else sampler
     obs = step_observations(p)
     obs = obs[np.isfinite(obs["step_s"]) & np.isfinite(obs["f"].astype(float))]
-    step, step_cov = _wls([_design(m, n, k, c, f, temp) for m, n, k, c, f, temp in
+    step, step_cov = _wls([_design(m, n, k, c, f, temp, knee) for m, n, k, c, f, temp in
                            obs[["method", "n", "k", "ctx", "f", "temperature"]].itertuples(index=False)],
                           obs["step_s"].tolist(), STEP_PARAMS, sampler)
     ttft_rows, ttft_y = [], []
@@ -328,10 +427,12 @@ def fit(p: pd.DataFrame, sampler: dict[str, tuple[float, float]] | None = None) 
             ttft_y.append(r["baseline_ttft_ms"] / 1000)
     ttft, ttft_cov = _wls(ttft_rows, ttft_y, TTFT_PARAMS)  # zeros when there are no rows
     label = Costs.label + ("; the sampler at T > 0 measured in-engine" if sampler else "")
+    if knee > 1:
+        label += f"; a pass flat up to {knee} tokens (the knee of vLLM's matmuls on this CPU)"
     if not ttft_rows:
         label += ", without prefill (no TTFT measured in the fit split: run 04 or 05 first)"
     methods = tuple(m for m in ("baseline", *SPECULATIVE) if m in set(obs["method"]))
-    return Costs(step, step_cov, ttft, ttft_cov, label, methods)
+    return Costs(step, step_cov, ttft, ttft_cov, label, methods, knee)
 
 
 # ---- predictions -------------------------------------------------------------------------------------------------
@@ -490,11 +591,13 @@ def held_out(p: pd.DataFrame, costs: Costs, acceptance: pd.DataFrame | None = No
 
 
 def fit_and_hold_out(grid: pd.DataFrame | None, long: pd.DataFrame | None, batch: pd.DataFrame,
-                     acceptance: pd.DataFrame | None = None) -> tuple[pd.DataFrame, Costs, pd.DataFrame]:
+                     acceptance: pd.DataFrame | None = None,
+                     knee: int = 1) -> tuple[pd.DataFrame, Costs, pd.DataFrame]:
     """What notebook 06 ships from 04's, 05's and its own results: the points (06's arms at a k chosen by batch size
-    left out: no fixed k to fit), the fitted costs and the held-out table."""
+    left out: no fixed k to fit), the fitted costs (at ``knee``, :func:`gemm_knee` on the machine that measured
+    them) and the held-out table."""
     p = points(grid, long, batch[~batch["arm"].str.contains("by batch size")])
-    costs = fit(p)
+    costs = fit(p, knee=knee)
     return p, costs, held_out(p, costs, acceptance)
 
 
@@ -514,7 +617,7 @@ def to_frame(costs: Costs) -> pd.DataFrame:
         for i, name in enumerate(names):
             rows.append({"group": group, "parameter": name, "value": values[i], "se": float(np.sqrt(cov[i, i])),
                          "covariance": [float(x) for x in cov[i]], "split": SPLIT_RULE, "label": costs.label,
-                         "methods": " ".join(costs.methods)})
+                         "methods": " ".join(costs.methods), "knee": costs.knee})
     return pd.DataFrame(rows)
 
 
@@ -537,7 +640,9 @@ def from_frame(frame: pd.DataFrame) -> Costs:
     labels = frame["label"].dropna() if "label" in frame else []  # saved before the label was: the default
     label = labels.iloc[0] if len(labels) else Costs.label
     methods = frame["methods"].dropna() if "methods" in frame else []  # saved before: draft model and n-gram
-    return Costs(step, step_cov, ttft, ttft_cov, label, tuple(methods.iloc[0].split()) if len(methods) else Costs.methods)
+    knees = frame["knee"].dropna() if "knee" in frame else []  # saved before the knee: a pass growing from 1 token
+    return Costs(step, step_cov, ttft, ttft_cov, label, tuple(methods.iloc[0].split()) if len(methods) else Costs.methods,
+                 int(knees.iloc[0]) if len(knees) else 1)
 
 
 def category_prediction(costs: Costs, per_prompt: pd.DataFrame, n: int = 1, prompt_tokens: float | None = None,

@@ -249,3 +249,45 @@ def test_held_out_points_at_t_above_0_use_both_samples():
     assert row["acceptance_se"] == pytest.approx(speed_model.resampled_acceptance_se([2.0] * 8, [1.6] * 8))
     one_sample = speed_model.held_out(p, costs, acceptance.assign(tau_repeat=2.0)).set_index("point")
     assert row["predicted"] < one_sample.loc["04 structured T=1 eagle3 k=4", "predicted"]  # 1.6 enters the mean
+
+
+def test_a_pass_flat_up_to_its_knee_is_recovered_when_the_knee_is_known():
+    """On CPUs whose matmuls cost the same for a few rows, a pass is flat up to the knee: fitted at that knee the
+    model recovers the costs and predicts the held-out points; fitted as a pass growing from one token, it does
+    not (the k = 2 and k = 4 points lie below a line through k = 1 and k = 8)."""
+    flat = Costs(TRUE.step * np.where(np.arange(S) == 13, 0.0, 1.0) * np.where(np.arange(S) == 1, 3.0, 1.0),
+                 TRUE.step_cov, TRUE.ttft, TRUE.ttft_cov, methods=TRUE.methods, knee=6)
+    assert flat.target(6, 80) - flat.target(1, 80) == pytest.approx(flat.step[2] * 5 * 80)
+    p = measurements(flat, noise=0.002)
+    at_knee = speed_model.fit(p, SAMPLER, knee=6)
+    assert at_knee.knee == 6
+    assert speed_model.held_out(p, at_knee)["inside"].all()
+    assert not speed_model.held_out(p, speed_model.fit(p, SAMPLER))["inside"].all()
+    frame = speed_model.to_frame(at_knee)
+    assert speed_model.from_frame(frame).knee == 6
+    assert speed_model.from_frame(frame.drop(columns="knee")).knee == 1  # saved before the knee
+
+
+def test_the_knee_is_where_the_matmul_time_starts_to_grow():
+    rows = np.arange(1, 17)
+    rng = np.random.default_rng(0)
+
+    def times(knee):
+        seconds = 0.008 + 0.0011 * np.maximum(rows - knee, 0)
+        return pd.DataFrame([{"round": r, "rows": m, "seconds": s * np.exp(rng.normal(0, 0.03))}
+                             for r in range(5) for m, s in zip(rows, seconds)])
+
+    assert speed_model.gemm_knee(times(4)) == 4
+    assert speed_model.gemm_knee(times(1)) == 1
+    one_bad_round = times(4)
+    one_bad_round.loc[one_bad_round["round"] == 0, "seconds"] *= np.linspace(2, 1, 16).tolist()
+    assert speed_model.gemm_knee(one_bad_round) == 4  # the median over rounds
+
+
+def test_the_matmul_probe_times_vllms_own_kernels_on_a_models_shapes():
+    config = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+              "intermediate_size": 128, "vocab_size": 1000}
+    assert speed_model.linear_shapes(config) == [(128, 64, 2), (64, 64, 2), (256, 64, 2), (64, 128, 2), (1000, 64, 1)]
+    times = speed_model.gemm_times(config, rows=(1, 2, 4, 8), repeats=2, rounds=2)
+    assert list(times["rows"]) == [1, 2, 4, 8] * 2 and (times["seconds"] > 0).all()
+    assert speed_model.gemm_knee(times) in (1, 2, 4)
