@@ -241,6 +241,14 @@ def machine_knee(profile) -> tuple[int, pd.DataFrame | None]:
     return gemm_knee(times), times
 
 
+def knee_summary(times: pd.DataFrame, knee: int) -> str:
+    """One line on :func:`gemm_times`: the median time per row count over the rounds, and the knee."""
+    per_rows = times.groupby("rows")["seconds"].median() * 1000
+    return (f"the target's linear layers, one pass through vLLM's matmul kernels (median of "
+            f"{times['round'].nunique()} rounds): " + ", ".join(f"{m} rows {ms:.1f} ms" for m, ms in per_rows.items())
+            + f"; knee: {knee} rows")
+
+
 @dataclass(frozen=True)
 class Costs:
     """Step and prefill costs: fitted parameters (seconds) and their covariance."""

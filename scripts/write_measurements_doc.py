@@ -30,7 +30,7 @@ SHOWN = [
     "arm", "vs", "k", "torch_threads", "tok_per_s", "tpot_ms", "baseline_tpot_ms", "ttft_ms", "acceptance_rate",
     "mean_acceptance_length", "speedup", "decode_speedup", "tokens_per_verify_step", "c_eff", "pairs", "repetitions",
     "interval", "prompts", "tau", "point", "predicted", "measured", "inside", "acceptance_from", "group", "parameter",
-    "value", "se",
+    "value", "se", "rows", "median_ms", "min_ms", "max_ms",
 ]
 INTERVALS = {"speedup": ("speedup_ci_low", "speedup_ci_high"), "decode_speedup": ("decode_ci_low", "decode_ci_high"),
              "tau": ("tau_low", "tau_high"), "predicted": ("low", "high"), "measured": ("measured_low", "measured_high")}
@@ -41,7 +41,8 @@ TITLES = {
     "mean_acceptance_length": "mean acceptance length", "speedup": "speedup [low, high]",
     "decode_speedup": "decode-only speedup [low, high]", "tokens_per_verify_step": "tokens per verify step",
     "tau": "tokens per decode step [95% over prompts]", "predicted": "predicted [95% prediction interval]",
-    "measured": "measured [its interval]",
+    "measured": "measured [its interval]", "median_ms": "ms (median over rounds)", "min_ms": "fastest round ms",
+    "max_ms": "slowest round ms",
 }
 # Ratios and rates to two decimals (as the notebooks and the README quote them); other floats to 3 significant digits.
 TWO_DECIMALS = {"acceptance_rate", "mean_acceptance_length", "speedup", "decode_speedup", "tokens_per_verify_step",
@@ -97,12 +98,17 @@ def table(frame: pd.DataFrame) -> str:
 
 def readable(frame: pd.DataFrame) -> pd.DataFrame:
     """A file's rows as the document shows them: per-prompt acceptance summarised per point (the file keeps every
-    prompt), the speed model's parameters without their covariance matrix (the file keeps it)."""
+    prompt), the speed model's parameters without their covariance matrix (the file keeps it), the matmul timings per
+    row count over their rounds (the file keeps each round)."""
     if "prompt_index" in frame and "tau" in frame:
         from helpers.sweeps import acceptance_summary
 
         keys = [c for c in ("category", "draft_sample_method", "temperature", "method", "k") if c in frame]
         return acceptance_summary(frame, keys=tuple(keys))
+    if {"round", "rows", "seconds"} <= set(frame.columns):
+        ms = frame.assign(ms=frame["seconds"] * 1000).groupby("rows")["ms"]
+        return pd.DataFrame({"median_ms": ms.median(), "min_ms": ms.min(), "max_ms": ms.max(),
+                             "rounds": ms.size()}).reset_index()
     if "covariance" in frame:
         return frame.drop(columns=[c for c in ("covariance", "split") if c in frame])
     return frame

@@ -278,6 +278,8 @@ def test_the_knee_is_where_the_matmul_time_starts_to_grow():
                              for r in range(5) for m, s in zip(rows, seconds)])
 
     assert speed_model.gemm_knee(times(4)) == 4
+    summary = speed_model.knee_summary(times(4), 4)
+    assert "(median of 5 rounds): 1 rows 8.0 ms," in summary and summary.endswith("; knee: 4 rows")
     assert speed_model.gemm_knee(times(1)) == 1
     one_bad_round = times(4)
     one_bad_round.loc[one_bad_round["round"] == 0, "seconds"] *= np.linspace(2, 1, 16).tolist()
