@@ -85,6 +85,13 @@ class Measurements:
         return sorted(set(self.acceptance["method"])) if self.acceptance is not None else []
 
 
+def stated_speedup(option: dict) -> str:
+    """A predicted speedup with its 95% interval, or "(no interval)" where there is none (too few prompts)."""
+    interval = (f" [{option['low']:.2f}, {option['high']:.2f}]" if option["low"] == option["low"]
+                else " (no interval)")
+    return f"{option['speedup']:.2f}x{interval}"
+
+
 def _short(config: object) -> str:
     name = config.get("_name_or_path", "a config") if isinstance(config, dict) else str(config)
     return name.rstrip("/").split("/")[-1]
@@ -237,8 +244,7 @@ def predict_option(answers: Answers, data: Measurements, method: str, draws: int
         f"{answers.concurrency} concurrent sequence(s) and {ctx:.0f} tokens of context",
         f"prompt {answers.prompt_tokens} tokens, answer {answers.output_tokens} tokens: prefill is {prefill / base:.0%} "
         "of one request's baseline time, and speculation does not speed it up",
-        f"predicted {prediction['speedup']:.2f}x [{prediction['low']:.2f}, {prediction['high']:.2f}] {quantity} "
-        f"({prediction['interval']})",
+        f"predicted {stated_speedup(prediction)} {quantity} ({prediction['interval']})",
         *flags, *_extrapolated(answers, data),
     ]
     point = measured_point(answers, data, method) if measured_pair else None
@@ -302,25 +308,21 @@ def recommend(answers: Answers, data: Measurements) -> dict:
     else:
         where = f" (speedups predicted from measurements on {data.source})"
 
-    def stated(o: dict) -> str:
-        interval = f" [{o['low']:.2f}, {o['high']:.2f}]" if o["low"] == o["low"] else " (no interval)"
-        return f"{o['speedup']:.2f}x{interval}"
-
     if best is None:
         verdict = "leave it off: no speculative configuration fits in memory at this concurrency"
     elif best["low"] == best["low"]:
         if best["low"] > 1:
-            verdict = f"turn on {best['method']}: predicted {stated(best)} {what}{where}"
+            verdict = f"turn on {best['method']}: predicted {stated_speedup(best)} {what}{where}"
         elif all(o["high"] < 1 for o in usable):
-            verdict = f"leave it off: every option is predicted to lose; the best, {best['method']}, {stated(best)} {what}{where}"
+            verdict = f"leave it off: every option is predicted to lose; the best, {best['method']}, {stated_speedup(best)} {what}{where}"
         else:
-            verdict = f"no clear gain: the best option ({best['method']}) is predicted at {stated(best)} {what}{where}"
+            verdict = f"no clear gain: the best option ({best['method']}) is predicted at {stated_speedup(best)} {what}{where}"
     elif best["speedup"] >= GAIN:
-        verdict = f"turn on {best['method']}: predicted {stated(best)} {what}{where}"
+        verdict = f"turn on {best['method']}: predicted {stated_speedup(best)} {what}{where}"
     elif best["speedup"] <= LOSS:
-        verdict = f"leave it off: the best option ({best['method']}) is predicted at {stated(best)} {what}{where}"
+        verdict = f"leave it off: the best option ({best['method']}) is predicted at {stated_speedup(best)} {what}{where}"
     else:
-        verdict = f"no clear gain: the best option ({best['method']}) is predicted at {stated(best)} {what}{where}"
+        verdict = f"no clear gain: the best option ({best['method']}) is predicted at {stated_speedup(best)} {what}{where}"
     extrapolated = sorted({r for o in options for r in o["extrapolated"]})
     caveat = ("A prediction of the speed model (helpers.speed_model): measured acceptance over per-step costs, "
               "checked in notebook 06 on measurements it was not fitted on."

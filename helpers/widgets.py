@@ -231,7 +231,7 @@ class Checklist:
         parts.append(f"<p>Acceptance and step costs measured on {self.recommendation['source']}.</p>")
         for option in self.recommendation["options"]:
             items = "".join(f"<li>{reason}</li>" for reason in option["reasons"])
-            parts.append(f"<b>{option['method']}</b>: predicted {option['speedup']:.2f}x [{option['low']:.2f}, "
-                         f"{option['high']:.2f}] {option['quantity']} speedup<ul>{items}</ul>")
+            parts.append(f"<b>{option['method']}</b>: predicted {checklist.stated_speedup(option)} "
+                         f"{option['quantity']} speedup<ul>{items}</ul>")
         parts.append(f"<i>{self.recommendation['caveat']}</i>")
         self.result.value = "".join(parts)

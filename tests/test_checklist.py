@@ -211,3 +211,9 @@ def test_newer_methods_are_predicted_where_measured_and_left_out_with_a_reason_e
     assert "eagle3: not measured on long documents" in rag["caveat"]
     talk = checklist.recommend(answers(pair=TALK), with_terms)
     assert "eagle3" not in {o["method"] for o in talk["options"]} and "own EAGLE-3 head only" in talk["caveat"]
+
+
+def test_a_speedup_without_an_interval_says_so_instead_of_printing_nan():
+    assert checklist.stated_speedup({"speedup": 0.84, "low": float("nan"), "high": float("nan")}) == \
+        "0.84x (no interval)"
+    assert checklist.stated_speedup({"speedup": 1.18, "low": 0.97, "high": 1.44}) == "1.18x [0.97, 1.44]"
