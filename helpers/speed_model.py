@@ -273,15 +273,17 @@ class Costs:
             raise ValueError(f"the speed model has no step cost for {method}: it was fitted to "
                              f"{', '.join(self.methods)} (notebook 04 times {method}, notebook 06 fits the model)")
 
-    def target(self, tokens, ctx):
-        a, b, e = self.step[:3]
+    def _fitted_pass(self, first: int, rising: int, tokens, ctx):
+        """t(N, ctx) of the module's docstring from the parameters a, b, e at ``first`` and h at ``rising``."""
+        a, b, e = self.step[first:first + 3]
         m = _above_knee(tokens, self.knee)
-        return a + b * m + e * tokens * ctx + self.step[13] * _rising(m)
+        return a + b * m + e * tokens * ctx + self.step[rising] * _rising(m)
+
+    def target(self, tokens, ctx):
+        return self._fitted_pass(0, 13, tokens, ctx)
 
     def draft(self, tokens, ctx):
-        a, b, e = self.step[3:6]
-        m = _above_knee(tokens, self.knee)
-        return a + b * m + e * tokens * ctx + self.step[14] * _rising(m)
+        return self._fitted_pass(3, 14, tokens, ctx)
 
     def step_s(self, method: str, n: int, k: int, ctx: float, f: float = 1.0, temperature: float = 0.0) -> float:
         """One decode step of ``n`` sequences: plain (``baseline``), or verifying k drafted tokens."""
