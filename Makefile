@@ -103,6 +103,7 @@ clean:
 # start over). Then the held-out agreement of each new draft is checked against the committed manifest (within
 # 2 points; identical weights are not expected). About 2 hours on 2 cores: run it in the background.
 TRAIN := build/train
+EAGLE3_EPOCHS := 4
 drafts: setup
 	$(MAKE) $(TRAIN)/completions.jsonl
 	mkdir -p $(TRAIN)/committed && git show HEAD:drafts/manifest.json > $(TRAIN)/committed/manifest.json \
@@ -110,11 +111,12 @@ drafts: setup
 	$(BIN)/python scripts/train_drafts.py train --depths 1 --epochs 3 --lr 0.0015
 	$(BIN)/python scripts/train_drafts.py train --depths 2 --epochs 4 --lr 0.0015
 	$(MAKE) $(TRAIN)/eagle3_features.pt
-	$(BIN)/python scripts/train_eagle3.py train
+	$(BIN)/python scripts/train_eagle3.py train --name eagle3-hard
 	$(BIN)/python scripts/train_eagle3.py train --soft
+	$(BIN)/python scripts/train_eagle3.py train --soft --sets base extra --epochs $(EAGLE3_EPOCHS) --name eagle3
 	$(BIN)/python scripts/compare_drafts.py $(TRAIN)/committed drafts
 
-$(TRAIN)/completions.jsonl:
+$(TRAIN)/completions.jsonl: helpers/training_prompts.py
 	$(BIN)/python scripts/train_drafts.py generate
 
 $(TRAIN)/eagle3_features.pt: $(TRAIN)/completions.jsonl

@@ -85,6 +85,10 @@ class Measurements:
         return sorted(set(self.acceptance["method"])) if self.acceptance is not None else []
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def stated_speedup(option: dict) -> str:
     """A predicted speedup with its 95% interval, or "(no interval)" where there is none (too few prompts)."""
     interval = (f" [{option['low']:.2f}, {option['high']:.2f}]" if option["low"] == option["low"]
@@ -131,7 +135,7 @@ def _acceptance(answers: Answers, data: Measurements, method: str) -> tuple[pd.D
                                    "verify_steps": 1.0})
         if answers.temperature != 0:
             flags.append(f"extrapolated: temperature {answers.temperature:g}; long documents were measured at T = 0")
-        return per_prompt, (f"{LONG_DOCUMENT}: {len(taus)} documents of {row['prompt_tokens']:.0f} tokens (05, the "
+        return per_prompt, (f"{LONG_DOCUMENT}: {_count(len(taus), 'document')} of {row['prompt_tokens']:.0f} tokens (05, the "
                             f"measured length nearest {answers.prompt_tokens}), {np.mean(taus):.2f} tokens per decode "
                             f"step, acceptance {row['acceptance_rate']:.0%}"), flags
     if data.acceptance is None:
@@ -148,7 +152,7 @@ def _acceptance(answers: Answers, data: Measurements, method: str) -> tuple[pd.D
                      + ", ".join(f"{t:g}" for t in temps) + ")")
     rows = rows[rows["temperature"] == nearest]
     rate = rows["accepted"].sum() / rows["draft_tokens"].sum() if rows["draft_tokens"].sum() else float("nan")
-    return rows, (f"{answers.workload} at T = {nearest:g}: {len(rows)} prompts, {rows['tau'].mean():.2f} tokens per "
+    return rows, (f"{answers.workload} at T = {nearest:g}: {_count(len(rows), 'prompt')}, {rows['tau'].mean():.2f} tokens per "
                   f"decode step on average, acceptance {rate:.0%} (04, every prompt of the category)"), flags
 
 

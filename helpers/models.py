@@ -104,10 +104,13 @@ def build_target(force: bool = False) -> Path:
 
 
 EAGLE_MANIFEST = DRAFTS_DIR / "eagle3.json"  # the EAGLE-3 heads (scripts/train_eagle3.py), one entry per head folder
+DEFAULT_EAGLE_HEAD = "eagle3"  # the kit's head, used where none is named; the others compare labels on less data
 
 
 def read_eagle_manifest() -> dict:
-    return json.loads(EAGLE_MANIFEST.read_text()) if EAGLE_MANIFEST.exists() else {}
+    """drafts/eagle3.json's heads, the kit's default head first."""
+    heads = json.loads(EAGLE_MANIFEST.read_text()) if EAGLE_MANIFEST.exists() else {}
+    return dict(sorted(heads.items(), key=lambda item: item[0] != DEFAULT_EAGLE_HEAD))
 
 
 def eagle_heads():
@@ -117,6 +120,7 @@ def eagle_heads():
 
     return pd.DataFrame([{"head": name, "parameters": e["parameters"], "MB (bf16)": round(e["bytes_bf16"] / 1e6, 1),
                           "draft vocabulary": e["draft_vocab_size"], "trained on": e["labels"],
+                          "training sequences": e["training_sequences"],
                           "held-out top-1 agreement (structured)": e["heldout_top1_agreement"]["structured"]}
                          for name, e in read_eagle_manifest().items()]).set_index("head")
 

@@ -88,6 +88,21 @@ JSON_ASKS = [
 ]
 
 
+SQL_ASKS = [
+    "Write a SQL statement that creates a table called {table} with the columns {cols}.",
+    "Write a SQL query that selects {c1} and {c2} from {table} ordered by {c3}.",
+    "Write a SQL query that counts the rows in {table} grouped by {c2}.",
+    "Write a SQL query that inserts a row into {table} with the columns {cols}.",
+    "Write a SQL query that finds the five most recent rows of {table} by {c3}.",
+    "Write a SQL query that updates {c2} in {table} for the row with id 3.",
+    "Write a SQL query that joins {table} with another table on {c0} and selects {c1}.",
+]
+
+def sql_prompts(table: str, columns: list[str], asks: list[str]) -> list[str]:
+    return [ask.format(table=table, cols=", ".join(columns), c0=columns[0], c1=columns[1], c2=columns[2], c3=columns[3])
+            for ask in asks]
+
+
 def structured_prompts() -> list[str]:
     prompts = []
     for entity, fields in ENTITIES.items():
@@ -98,16 +113,7 @@ def structured_prompts() -> list[str]:
         prompts.append(f"Write a JSON schema for a {entity} with the properties {keys}.")
         prompts.append(f"Extract the fields {keys} into JSON from this text: a {entity} record, {EXAMPLES[entity][0]}.")
     for table, columns in TABLES.items():
-        cols = ", ".join(columns)
-        prompts += [
-            f"Write a SQL statement that creates a table called {table} with the columns {cols}.",
-            f"Write a SQL query that selects {columns[1]} and {columns[2]} from {table} ordered by {columns[3]}.",
-            f"Write a SQL query that counts the rows in {table} grouped by {columns[2]}.",
-            f"Write a SQL query that inserts a row into {table} with the columns {cols}.",
-            f"Write a SQL query that finds the five most recent rows of {table} by {columns[3]}.",
-            f"Write a SQL query that updates {columns[2]} in {table} for the row with id 3.",
-            f"Write a SQL query that joins {table} with another table on {columns[0]} and selects {columns[1]}.",
-        ]
+        prompts += sql_prompts(table, columns, SQL_ASKS)
     prompts += [f"Write a Python function {spec}." for spec in FUNCTIONS]
     prompts += [f"Write a Python function {spec}, with a docstring and type hints." for spec in FUNCTIONS]
     prompts += [f"Write a JavaScript function {spec}." for spec in FUNCTIONS[:8]]
@@ -124,11 +130,115 @@ def creative_prompts() -> list[str]:
     return prompts
 
 
-def training_prompts(seed: int = 0) -> list[tuple[str, str]]:
-    """(category, prompt) pairs, shuffled with ``seed``."""
+def training_prompts(seed: int = 0, prompt_set: str = "base") -> list[tuple[str, str]]:
+    """(category, prompt) pairs of one set, shuffled with ``seed``.
+
+    ``base``: the set every draft learns from (drafts/manifest.json). ``extra``: more subjects and phrasings, none
+    of them in ``base`` or ``data/prompts``, for the EAGLE-3 head (drafts/eagle3.json says which sets each head saw)."""
+    structured, creative = {"base": (structured_prompts, creative_prompts),
+                            "extra": (extra_structured_prompts, extra_creative_prompts)}[prompt_set]
     pairs = list(itertools.chain(
-        (("structured", p) for p in structured_prompts()),
-        (("creative", p) for p in creative_prompts()),
+        (("structured", p) for p in structured()),
+        (("creative", p) for p in creative()),
     ))
     random.Random(seed).shuffle(pairs)
     return pairs
+
+
+EXTRA_ENTITIES = {
+    "laptop": (["brand", "model", "ram_gb", "price"], ["a Lenovo ThinkPad X1", "a 13-inch MacBook Air", "a Dell XPS 15"]),
+    "podcast": (["title", "host", "episodes", "language"], ["a weekly history show", "a Spanish cooking podcast", "a tech news daily"]),
+    "museum": (["name", "city", "founded", "visitors_per_year"], ["the Louvre", "the Rijksmuseum", "a small railway museum"]),
+    "bicycle": (["brand", "type", "gears", "weight_kg"], ["a Trek road bike", "a folding Brompton", "a cargo bike"]),
+    "course": (["code", "title", "credits", "teacher"], ["CS101 Introduction to Programming", "a statistics course", "MATH220"]),
+    "pet": (["name", "species", "age", "vaccinated"], ["a dog called Rex", "a parrot named Kiwi", "a three-year-old cat"]),
+    "video_game": (["title", "platform", "release_year", "genre"], ["Tetris", "The Legend of Zelda", "Minecraft"]),
+    "sensor": (["sensor_id", "kind", "unit", "reading"], ["a kitchen thermometer reading 21.5", "a humidity sensor at 40 percent"]),
+    "shipment": (["tracking_number", "carrier", "status", "weight_kg"], ["parcel ZX91 sent with DHL", "a 2 kg box in transit"]),
+    "appointment": (["patient", "doctor", "date", "time"], ["a dentist visit for Ravi on Monday", "a check-up at 9:30"]),
+    "company": (["name", "industry", "founded", "headquarters"], ["a solar panel startup", "Nokia", "a family bakery"]),
+    "weather_report": (["location", "temperature_c", "condition", "wind_kph"], ["Oslo on a snowy day", "a sunny afternoon in Rome"]),
+}
+EXTRA_JSON_ASKS = [
+    "Convert this {entity} into JSON with the keys {keys}: {example}.",
+    "Respond with JSON only. Describe the {entity} {example} using the keys {keys}.",
+    "Return a JSON object with exactly the keys {keys} for {example}.",
+]
+EXTRA_TABLES = {
+    "patients": ["id", "name", "ward", "admitted_at"],
+    "flights": ["id", "origin", "destination", "departs_at"],
+    "reviews": ["id", "product_id", "stars", "created_at"],
+    "payments": ["id", "account_id", "method", "paid_at"],
+    "courses": ["id", "title", "credits", "starts_on"],
+    "shipments": ["id", "carrier", "status", "shipped_at"],
+    "accounts": ["id", "owner", "balance", "opened_on"],
+    "events": ["id", "venue", "capacity", "event_date"],
+}
+EXTRA_SQL_ASKS = [
+    "Write a SQL query that deletes the rows of {table} where {c2} is NULL.",
+    "Write a SQL query that returns the distinct values of {c2} in {table}.",
+    "Write a SQL query that selects every column of {table} where {c3} is in the last 30 days.",
+]
+EXTRA_FUNCTIONS = [
+    "rotate(lst, k) that rotates a list to the right by k places",
+    "is_anagram(a, b) that checks whether two strings are anagrams",
+    "running_mean(nums) that returns the running average of a list",
+    "roman_to_int(s) that converts a Roman numeral to an integer",
+    "transpose(matrix) that transposes a list of lists",
+    "second_largest(nums) that returns the second largest number",
+    "caesar(text, shift) that applies a Caesar cipher",
+    "median(nums) that returns the median of a list",
+    "slugify(title) that turns a title into a URL slug",
+    "dedupe_dicts(rows, key) that removes dicts with a repeated key",
+    "parse_date(s) that parses a YYYY-MM-DD string into a date",
+    "histogram(values, bins) that counts values per bin",
+    "capitalize_words(s) that capitalizes every word of a string",
+    "sum_digits(n) that returns the sum of the digits of n",
+]
+EXTRA_CLASSES = ["Matrix", "ShoppingCart", "Thermostat", "Library", "Playlist", "Stopwatch", "ParkingLot", "Graph"]
+EXTRA_TOPICS = [
+    "a winter market", "an empty train station", "a paper boat", "the night sky", "a rainy Sunday", "a lemon tree",
+    "a broken clock", "the last day of school", "a field of sunflowers", "an island", "fog over the hills", "a violin",
+]
+EXTRA_CHARACTERS = [
+    "a mapmaker", "a robot gardener", "a nervous ghost", "a travelling musician", "a sleepy dragon", "a postwoman",
+]
+EXTRA_BRAINSTORMS = [
+    "names for a bakery", "ideas for a picnic", "names for a board game", "ways to make a small room feel bigger",
+    "themes for a photo walk", "ideas for a neighbourhood festival",
+]
+
+
+def extra_structured_prompts() -> list[str]:
+    prompts = []
+    for entity, (fields, examples) in EXTRA_ENTITIES.items():
+        keys = ", ".join(f'"{f}"' for f in fields)
+        for example in examples:
+            prompts += [ask.format(entity=entity, keys=keys, example=example) for ask in JSON_ASKS + EXTRA_JSON_ASKS]
+        prompts.append(f"Return only a JSON array of two {entity} objects, each with the keys {keys}.")
+        prompts.append(f"Write a JSON schema for a {entity} with the properties {keys}.")
+        prompts.append(f"Extract the fields {keys} into JSON from this text: a {entity} record, {examples[0]}.")
+    for entity, fields in ENTITIES.items():  # the base subjects, new phrasings
+        keys = ", ".join(f'"{f}"' for f in fields)
+        prompts += [ask.format(entity=entity, keys=keys, example=example)
+                    for example in EXAMPLES[entity] for ask in EXTRA_JSON_ASKS]
+    for table, columns in EXTRA_TABLES.items():
+        prompts += sql_prompts(table, columns, SQL_ASKS + EXTRA_SQL_ASKS)
+    for table, columns in TABLES.items():
+        prompts += sql_prompts(table, columns, EXTRA_SQL_ASKS)
+    prompts += [f"Write a Python function {spec}." for spec in EXTRA_FUNCTIONS]
+    prompts += [f"Write a Python function {spec}, with a docstring and type hints." for spec in EXTRA_FUNCTIONS]
+    prompts += [f"Write a JavaScript function {spec}." for spec in EXTRA_FUNCTIONS + FUNCTIONS[8:]]
+    prompts += [f"Write pytest tests for a Python function {spec}." for spec in FUNCTIONS + EXTRA_FUNCTIONS]
+    prompts += [f"Write a Python class called {name} with a constructor and two useful methods." for name in EXTRA_CLASSES]
+    return prompts
+
+
+def extra_creative_prompts() -> list[str]:
+    prompts = [f"Write a short poem about {topic}." for topic in EXTRA_TOPICS]
+    prompts += [f"Write a haiku about {topic}." for topic in EXTRA_TOPICS]
+    prompts += [f"Write a limerick about {topic}." for topic in TOPICS]
+    prompts += [f"Write the opening paragraph of a story about {who}." for who in EXTRA_CHARACTERS]
+    prompts += [f"Tell a very short story about {who} and {topic}." for who, topic in zip(EXTRA_CHARACTERS, EXTRA_TOPICS)]
+    prompts += [f"Brainstorm {what}." for what in EXTRA_BRAINSTORMS]
+    return prompts

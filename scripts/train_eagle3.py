@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from train_drafts import SEED, WORK, load_rows, split_rows, update  # noqa: E402
+from train_drafts import PROMPT_SETS, SEED, WORK, load_rows, split_rows, update  # noqa: E402
 
 from helpers.eagle3 import AUX_LAYERS, Eagle3Head, choose_draft_vocab, target_to_draft  # noqa: E402
 from helpers.models import DRAFTS_DIR, EAGLE_MANIFEST, TARGET_DIR, sha256_of  # noqa: E402
@@ -39,7 +39,7 @@ def features() -> None:
     from transformers import AutoModelForCausalLM
 
     target = AutoModelForCausalLM.from_pretrained(TARGET_DIR, dtype=torch.float32).eval()
-    rows, out, start = load_rows(), [], time.perf_counter()
+    rows, out, start = load_rows(PROMPT_SETS), [], time.perf_counter()
     with torch.no_grad():
         for n, row in enumerate(rows):
             ids = torch.tensor([row["prompt_token_ids"] + row["token_ids"]])
@@ -54,6 +54,15 @@ def features() -> None:
                 print(f"features {n + 1}/{len(rows)} {time.perf_counter() - start:.0f} s", flush=True)
     torch.save(out, FEATURES)
     print(f"features of {len(rows)} sequences in {time.perf_counter() - start:.0f} s -> {FEATURES}", flush=True)
+
+
+def rows_and_features(prompt_sets: tuple[str, ...]) -> tuple[list[dict], list[dict]]:
+    """The completions of ``prompt_sets`` and the target's features for each (``features`` ran over every set)."""
+    rows, feats = load_rows(PROMPT_SETS), torch.load(FEATURES)
+    if len(rows) != len(feats):
+        raise SystemExit(f"{FEATURES} has {len(feats)} sequences, {len(rows)} answers: run the features stage again")
+    picked = [(r, f) for r, f in zip(rows, feats) if r.get("set", "base") in prompt_sets]
+    return [r for r, _ in picked], [f for _, f in picked]
 
 
 def batch_tensors(rows, feats, embed, to_draft, steps: int):
@@ -117,14 +126,16 @@ def agreement(head, rows, feats, embed, to_draft, steps: int) -> dict[str, list[
     return {cat: [round(ok / max(n, 1), 4) for ok, n in acc] for cat, acc in sorted(totals.items())}
 
 
-def train(steps: int, epochs: int, batch: int, lr: float, vocab: int, soft: bool, out_dir: Path = DRAFTS_DIR) -> None:
+def train(steps: int, epochs: int, batch: int, lr: float, vocab: int, soft: bool, prompt_sets: tuple[str, ...],
+          name: str, out_dir: Path = DRAFTS_DIR) -> None:
     from safetensors.torch import load_file
 
     torch.manual_seed(SEED)
-    rows = load_rows()
-    feats = torch.load(FEATURES)
+    rows, feats = rows_and_features(prompt_sets)
     by_prompt = {id(r): f for r, f in zip(rows, feats)}
     train_rows, held_rows = split_rows(rows)
+    # held out: the base set's held-out prompts, whatever sets the head learnt from, so heads compare
+    held_rows = [r for r in held_rows if r.get("set", "base") == "base"]
     train_feats, held_feats = [by_prompt[id(r)] for r in train_rows], [by_prompt[id(r)] for r in held_rows]
     config = json.loads((TARGET_DIR / "config.json").read_text())
     weights = load_file(TARGET_DIR / "model.safetensors")
@@ -170,7 +181,6 @@ def train(steps: int, epochs: int, batch: int, lr: float, vocab: int, soft: bool
                       f"{time.perf_counter() - start:.0f} s", flush=True)
     seconds = round(time.perf_counter() - start)
     after = agreement(head.eval(), held_rows, held_feats, embed, to_draft, steps)
-    name = "eagle3-soft" if soft else "eagle3"
     out = head.save(out_dir / name)
     manifest_path = out_dir / EAGLE_MANIFEST.name
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
@@ -180,7 +190,8 @@ def train(steps: int, epochs: int, batch: int, lr: float, vocab: int, soft: bool
         "parameters": sum(p.numel() for n, p in head.named_parameters()),
         "bytes_bf16": (out / "model.safetensors").stat().st_size,
         "training_steps": step, "epochs": epochs, "batch": batch, "learning_rate": lr, "ttt_steps": steps,
-        "seed": SEED, "training_sequences": len(train_rows), "training_seconds": seconds,
+        "seed": SEED, "prompt_sets": list(prompt_sets), "training_sequences": len(train_rows),
+        "training_seconds": seconds,
         "heldout_top1_agreement_before": {c: v[0] for c, v in before.items()},
         "heldout_top1_agreement": {c: v[0] for c, v in after.items()},
         "heldout_agreement_by_draft_position": after,
@@ -201,13 +212,17 @@ def main() -> None:
     t.add_argument("--lr", type=float, default=2e-3)
     t.add_argument("--vocab", type=int, default=8192)
     t.add_argument("--soft", action="store_true", help="learn the target's distribution, not its argmax")
+    t.add_argument("--sets", nargs="+", default=["base"], choices=PROMPT_SETS,
+                   help="prompt sets to learn from (helpers.training_prompts)")
+    t.add_argument("--name", help="the head's folder and eagle3.json entry (default: eagle3[-soft])")
     t.add_argument("--out-dir", type=Path, default=DRAFTS_DIR, help="where the head and eagle3.json go (a re-run "
                    "to compare with the committed one: somewhere else)")
     args = parser.parse_args()
     if args.stage == "features":
         features()
     else:
-        train(args.steps, args.epochs, args.batch, args.lr, args.vocab, args.soft, args.out_dir)
+        name = args.name or ("eagle3-soft" if args.soft else "eagle3")
+        train(args.steps, args.epochs, args.batch, args.lr, args.vocab, args.soft, tuple(args.sets), name, args.out_dir)
 
 
 if __name__ == "__main__":

@@ -120,6 +120,7 @@ def test_long_documents_take_05s_acceptance_at_the_nearest_length():
                                  measurements())
     draft = option(result, "draft_model")
     assert any("3 documents of 2000 tokens" in r for r in draft["reasons"])
+    assert (checklist._count(1, "document"), checklist._count(3, "prompt")) == ("1 document", "3 prompts")
     assert draft["measured"]["measured_in"] == "05"  # the kit measured these conditions: shown beside
     assert any(r.startswith("measured beside it (05") and "0.90x [0.85, 0.95]" in r for r in draft["reasons"])
 
