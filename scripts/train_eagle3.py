@@ -1,7 +1,7 @@
 """Train the `cpu` profile's EAGLE-3 head (``helpers.eagle3``) from the target's own features, on the CPU.
 
-Needs ``build/train/completions.jsonl`` from ``python scripts/train_drafts.py generate`` (the same answers the
-small drafts learn from, and the same held-out prompts).
+Needs ``build/train/completions.jsonl`` from ``python scripts/train_drafts.py generate`` (its base set: the answers
+the small drafts learn from, with the same held-out prompts).
 
 Stage 1 (``features``): one pass of the target (Hugging Face, float32) over every prompt + answer keeps its hidden
 states after layers 2, 15 and 27 (float16), its argmax next token and its top-20 log-probabilities at each
@@ -9,8 +9,11 @@ position: ``build/train/eagle3_features.pt``.
 Stage 2 (``train``): the head learns the target's next token from those features with a training-time test of
 ``--steps`` draft positions. ``--soft`` trains on the target's distribution (cross-entropy to its top-20
 probabilities, renormalised over the draft vocabulary) instead of its argmax: a calibrated head for sampled
-drafting at T > 0. The head goes to ``drafts/eagle3[-soft]/`` (config.json + bf16 safetensors, vLLM's
-``LlamaForCausalLMEagle3`` layout) and is described in ``drafts/eagle3.json``.
+drafting at T > 0. ``--sets`` picks the prompt sets it learns from (``helpers.training_prompts``; held out: the
+base set's held-out prompts, so every head is scored on the same answers). The head goes to ``drafts/NAME/``
+(config.json + bf16 safetensors, vLLM's ``LlamaForCausalLMEagle3`` layout) and is described in
+``drafts/eagle3.json``. The committed heads (``make drafts``): ``eagle3``, the kit's, soft labels on the base and
+extra sets; ``eagle3-hard`` and ``eagle3-soft``, argmax and distribution on the base set alone.
 """
 
 from __future__ import annotations
@@ -148,9 +151,9 @@ def train(steps: int, epochs: int, batch: int, lr: float, vocab: int, soft: bool
     head = Eagle3Head(config, draft_vocab)
     last = config["num_hidden_layers"] - 1
     with torch.no_grad():  # start from the target's last layer, final norm and (tied) head rows
-        for name in ("o_proj", "gate_proj", "up_proj", "down_proj"):
-            kind = "self_attn" if name == "o_proj" else "mlp"
-            getattr(head, name).weight.copy_(weights[f"model.layers.{last}.{kind}.{name}.weight"])
+        for layer in ("o_proj", "gate_proj", "up_proj", "down_proj"):
+            kind = "self_attn" if layer == "o_proj" else "mlp"
+            getattr(head, layer).weight.copy_(weights[f"model.layers.{last}.{kind}.{layer}.weight"])
         head.norm.weight.copy_(weights["model.norm.weight"])
         head.lm_head.weight.copy_(embedding[draft_vocab])
     held_coverage = sum(int((to_draft[f["argmax"][len(r["prompt_token_ids"]) - 1:]] >= 0).sum())
@@ -214,14 +217,14 @@ def main() -> None:
     t.add_argument("--soft", action="store_true", help="learn the target's distribution, not its argmax")
     t.add_argument("--sets", nargs="+", default=["base"], choices=PROMPT_SETS,
                    help="prompt sets to learn from (helpers.training_prompts)")
-    t.add_argument("--name", help="the head's folder and eagle3.json entry (default: eagle3[-soft])")
+    t.add_argument("--name", help="the head's folder and eagle3.json entry (default: eagle3-hard or eagle3-soft; the kit's head is eagle3)")
     t.add_argument("--out-dir", type=Path, default=DRAFTS_DIR, help="where the head and eagle3.json go (a re-run "
                    "to compare with the committed one: somewhere else)")
     args = parser.parse_args()
     if args.stage == "features":
         features()
     else:
-        name = args.name or ("eagle3-soft" if args.soft else "eagle3")
+        name = args.name or ("eagle3-soft" if args.soft else "eagle3-hard")
         train(args.steps, args.epochs, args.batch, args.lr, args.vocab, args.soft, tuple(args.sets), name, args.out_dir)
 
 
