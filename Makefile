@@ -104,7 +104,6 @@ clean:
 # 2 points; identical weights are not expected). About 2.5 hours on 2 cores (the answers 19 min, the target's
 # features 16 min, the kit's EAGLE-3 head 37 min, each other stage under 30): run it in the background.
 TRAIN := build/train
-EAGLE3_EPOCHS := 4
 drafts: setup
 	$(MAKE) $(TRAIN)/completions.jsonl
 	mkdir -p $(TRAIN)/committed && git show HEAD:drafts/manifest.json > $(TRAIN)/committed/manifest.json \
@@ -114,7 +113,7 @@ drafts: setup
 	$(MAKE) $(TRAIN)/eagle3_features.pt
 	$(BIN)/python scripts/train_eagle3.py train --name eagle3-hard
 	$(BIN)/python scripts/train_eagle3.py train --soft
-	$(BIN)/python scripts/train_eagle3.py train --soft --sets base extra --epochs $(EAGLE3_EPOCHS) --name eagle3
+	$(BIN)/python scripts/train_eagle3.py train --soft --sets base extra --epochs 4 --name eagle3
 	$(BIN)/python scripts/compare_drafts.py $(TRAIN)/committed drafts
 
 $(TRAIN)/completions.jsonl: helpers/training_prompts.py

@@ -103,15 +103,21 @@ def sql_prompts(table: str, columns: list[str], asks: list[str]) -> list[str]:
             for ask in asks]
 
 
+def json_prompts(entity: str, fields: list[str], examples: list[str], asks: list[str], whole: bool = True) -> list[str]:
+    """Each ask for each example; with ``whole``, then an array, a schema and an extraction of the entity."""
+    keys = ", ".join(f'"{f}"' for f in fields)
+    prompts = [ask.format(entity=entity, keys=keys, example=example) for example in examples for ask in asks]
+    if whole:
+        prompts += [f"Return only a JSON array of two {entity} objects, each with the keys {keys}.",
+                    f"Write a JSON schema for a {entity} with the properties {keys}.",
+                    f"Extract the fields {keys} into JSON from this text: a {entity} record, {examples[0]}."]
+    return prompts
+
+
 def structured_prompts() -> list[str]:
     prompts = []
     for entity, fields in ENTITIES.items():
-        keys = ", ".join(f'"{f}"' for f in fields)
-        for example in EXAMPLES[entity]:
-            prompts += [ask.format(entity=entity, keys=keys, example=example) for ask in JSON_ASKS]
-        prompts.append(f"Return only a JSON array of two {entity} objects, each with the keys {keys}.")
-        prompts.append(f"Write a JSON schema for a {entity} with the properties {keys}.")
-        prompts.append(f"Extract the fields {keys} into JSON from this text: a {entity} record, {EXAMPLES[entity][0]}.")
+        prompts += json_prompts(entity, fields, EXAMPLES[entity], JSON_ASKS)
     for table, columns in TABLES.items():
         prompts += sql_prompts(table, columns, SQL_ASKS)
     prompts += [f"Write a Python function {spec}." for spec in FUNCTIONS]
@@ -212,16 +218,9 @@ EXTRA_BRAINSTORMS = [
 def extra_structured_prompts() -> list[str]:
     prompts = []
     for entity, (fields, examples) in EXTRA_ENTITIES.items():
-        keys = ", ".join(f'"{f}"' for f in fields)
-        for example in examples:
-            prompts += [ask.format(entity=entity, keys=keys, example=example) for ask in JSON_ASKS + EXTRA_JSON_ASKS]
-        prompts.append(f"Return only a JSON array of two {entity} objects, each with the keys {keys}.")
-        prompts.append(f"Write a JSON schema for a {entity} with the properties {keys}.")
-        prompts.append(f"Extract the fields {keys} into JSON from this text: a {entity} record, {examples[0]}.")
+        prompts += json_prompts(entity, fields, examples, JSON_ASKS + EXTRA_JSON_ASKS)
     for entity, fields in ENTITIES.items():  # the base subjects, new phrasings
-        keys = ", ".join(f'"{f}"' for f in fields)
-        prompts += [ask.format(entity=entity, keys=keys, example=example)
-                    for example in EXAMPLES[entity] for ask in EXTRA_JSON_ASKS]
+        prompts += json_prompts(entity, fields, EXAMPLES[entity], EXTRA_JSON_ASKS, whole=False)
     for table, columns in EXTRA_TABLES.items():
         prompts += sql_prompts(table, columns, SQL_ASKS + EXTRA_SQL_ASKS)
     for table, columns in TABLES.items():

