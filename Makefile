@@ -101,7 +101,7 @@ clean:
 # Re-train every committed draft from scratch on this machine: the same data, seeds, steps and learning rates as
 # drafts/manifest.json and drafts/eagle3.json record. Each stage is a checkpoint (a finished one is not redone; `rm -rf build/train` to
 # start over). Then the held-out agreement of each new draft is checked against the committed manifest (within
-# 2 points; identical weights are not expected). About 2.5 hours on 2 cores (the answers 19 min, the target's
+# 2 points; identical weights are not expected). About 2.6 hours on 2 cores (the answers 19 min, the target's
 # features 16 min, the kit's EAGLE-3 head 37 min, each other stage under 30): run it in the background.
 TRAIN := build/train
 drafts: setup
@@ -111,6 +111,7 @@ drafts: setup
 	$(BIN)/python scripts/train_drafts.py train --depths 1 --epochs 3 --lr 0.0015
 	$(BIN)/python scripts/train_drafts.py train --depths 2 --epochs 4 --lr 0.0015
 	$(MAKE) $(TRAIN)/eagle3_features.pt
+	$(BIN)/python scripts/train_drafts.py train --depths 2 --epochs 4 --lr 0.0015 --soft
 	$(BIN)/python scripts/train_eagle3.py train --name eagle3-hard
 	$(BIN)/python scripts/train_eagle3.py train --soft
 	$(BIN)/python scripts/train_eagle3.py train --soft --sets base extra --epochs 4 --name eagle3

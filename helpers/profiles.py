@@ -60,6 +60,12 @@ class Profile:
             raise ValueError(f"profile {self.name!r} has no EAGLE-3 head {name!r}; it has {sorted(self.eagle_heads)}")
         return self.eagle_heads[name]
 
+    @property
+    def calibration_drafts(self) -> list[str]:
+        """The default draft and, beside it, the profile's soft-label drafts (named ``*-soft``: distilled from the
+        target's distribution, so calibrated), for greedy against probabilistic drafting."""
+        return [self.default_draft] + [n for n in self.drafts if n.endswith("-soft") and n != self.default_draft]
+
     def draft(self, name: str | None = None) -> str:
         name = name or self.default_draft
         if name not in self.drafts:

@@ -1,5 +1,6 @@
 """Does a calibrated draft accept more with probabilistic drafting? Greedy against probabilistic drafting at T > 0,
-for each EAGLE-3 head (hard labels and soft labels) and the `2l` draft model, per category.
+for each EAGLE-3 head (hard labels and soft labels) and the draft models `2l` (hard labels) and `2l-soft` (soft labels),
+per category.
 
 Theory, for one draft position: greedy drafting proposes argmax q, accepted with probability p_T(argmax q);
 probabilistic drafting proposes x ~ q_T, accepted with probability sum_x min(p_T(x), q_T(x)). The second is larger
@@ -76,8 +77,8 @@ def measured(temperature: float, n_prompts: int, samples: int, max_tokens: int) 
     from helpers.workloads import prompts
 
     profile = active_profile()
-    arms = [EngineSpec(profile.name, "draft_model", k=profile.k, draft_sample_method=m)
-            for m in ("greedy", "probabilistic")]
+    arms = [EngineSpec(profile.name, "draft_model", k=profile.k, draft=draft, draft_sample_method=m)
+            for draft in profile.calibration_drafts for m in ("greedy", "probabilistic")]
     arms += [EngineSpec(profile.name, "eagle3", k=profile.k, draft=head, draft_sample_method=m)
              for head in profile.eagle_heads for m in ("greedy", "probabilistic")]
     out = []

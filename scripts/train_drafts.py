@@ -6,7 +6,9 @@ Stage 1 (``generate``): the target answers the template prompts of
 written to ``build/train/completions.jsonl``.
 Stage 2 (``train``): for each depth, a draft is initialised from the target's first layers
 (embeddings, final norm and tied head shared and frozen) and trained to predict the target's
-next token (cross-entropy on the target's own answers). Its own layers are saved as bf16
+next token (cross-entropy on the target's own answers). ``--soft`` distils the target's distribution instead (its
+top-20 next tokens at each answer position, which the EAGLE-3 features stage of ``scripts/train_eagle3.py`` records),
+saved as ``<depth>l-soft``: the calibrated draft beside the argmax one. Its own layers are saved as bf16
 safetensors in ``drafts/`` and described in ``drafts/manifest.json`` (layers, parameters,
 bytes, steps, seed, held-out top-1 agreement with the target, sha256).
 
@@ -28,6 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "build" / "train"
 COMPLETIONS = WORK / "completions.jsonl"
+FEATURES = WORK / "eagle3_features.pt"
 SEED = 1234
 MAX_TOKENS = 192
 PROMPT_SETS = ("base", "extra")
@@ -110,6 +113,28 @@ def load_rows(prompt_sets: tuple[str, ...] = ("base",)) -> list[dict]:
     return [r for r in rows if prompt_set(r) in prompt_sets]
 
 
+def attach_soft_labels(rows: list[dict]) -> None:
+    """Give each row the target's top-20 next tokens and log-probabilities at its answer positions.
+
+    They come from ``build/train/eagle3_features.pt`` (``scripts/train_eagle3.py features``), which ran the target over
+    every answer of every prompt set in the completions file's order.
+    """
+    import torch
+
+    every = load_rows(PROMPT_SETS)
+    feats = torch.load(FEATURES)
+    if len(feats) != len(every):
+        raise SystemExit(f"{FEATURES} has {len(feats)} sequences, {COMPLETIONS} {len(every)}: "
+                         "run `python scripts/train_eagle3.py features` again")
+    by_key = {(r["prompt"], r["temperature"]): f for r, f in zip(every, feats)}
+    for row in rows:
+        f = by_key[(row["prompt"], row["temperature"])]
+        # position t predicts token t + 1: the answer's tokens are predicted at n - 1 .. length - 2
+        n, length = len(row["prompt_token_ids"]), len(row["prompt_token_ids"]) + len(row["token_ids"])
+        row["top_ids"] = f["top_ids"][n - 1 : length - 1].long()
+        row["top_logprobs"] = f["top_logprobs"][n - 1 : length - 1].float()
+
+
 def split_rows(rows: list[dict]) -> tuple[list[dict], list[dict]]:
     """Hold out every prompt whose hash falls in the last tenth (both of its samples)."""
     held = {p for p in sorted({r["prompt"] for r in rows}) if hash_fraction(p) >= 0.9}
@@ -162,17 +187,29 @@ def to_tensors(batch_rows: list[dict]):
         answer_labels = row.get("target_labels") or row["token_ids"]
         labels[i, n - 1 : len(seq) - 1] = torch.tensor(answer_labels)
         loss_mask[i, n - 1 : len(seq) - 1] = True
-    return ids, mask, labels, loss_mask
+    # the target's distribution at the same positions, in the same (row-major) order, where the rows carry it
+    soft = ((torch.cat([r["top_ids"] for r in batch_rows]), torch.cat([r["top_logprobs"] for r in batch_rows]))
+            if all("top_ids" in r for r in batch_rows) else None)
+    return ids, mask, labels, loss_mask, soft
 
 
-def hidden_to_loss(model, ids, mask, labels, loss_mask):
+def hidden_to_loss(model, ids, mask, labels, loss_mask, soft=None):
+    """Cross-entropy to the target's argmax, or with ``soft`` to its renormalised top-20 distribution; and
+    whether the draft's argmax is the target's at each answer position."""
     import torch.nn.functional as F
 
     hidden = model.model(input_ids=ids, attention_mask=mask).last_hidden_state
     picked = hidden[loss_mask]
     labels = labels[loss_mask]
     logits = model.lm_head(picked)
-    return F.cross_entropy(logits, labels), logits.argmax(-1) == labels
+    if soft is None:
+        loss = F.cross_entropy(logits, labels)
+    else:
+        top_ids, top_logprobs = soft
+        probs = top_logprobs.exp()
+        probs = probs / probs.sum(-1, keepdim=True)
+        loss = -(probs * logits.log_softmax(-1).gather(-1, top_ids)).sum(-1).mean()
+    return loss, logits.argmax(-1) == labels
 
 
 def agreement(model, rows: list[dict]) -> dict[str, float]:
@@ -182,7 +219,8 @@ def agreement(model, rows: list[dict]) -> dict[str, float]:
     hits: dict[str, list[int]] = {}
     with torch.no_grad():
         for row in rows:
-            _, correct = hidden_to_loss(model, *to_tensors([row]))
+            ids, mask, labels, loss_mask, _ = to_tensors([row])
+            _, correct = hidden_to_loss(model, ids, mask, labels, loss_mask)
             acc = hits.setdefault(row["category"], [0, 0])
             acc[0] += int(correct.sum())
             acc[1] += int(correct.numel())
@@ -200,7 +238,7 @@ def update(loss, params, optimizer, schedule) -> None:
     schedule.step()
 
 
-def train(depths: list[int], epochs: int, batch: int, lr: float) -> None:
+def train(depths: list[int], epochs: int, batch: int, lr: float, soft: bool = False) -> None:
     import torch
     from safetensors.torch import save_file
     from transformers import AutoModelForCausalLM
@@ -210,6 +248,8 @@ def train(depths: list[int], epochs: int, batch: int, lr: float) -> None:
     torch.manual_seed(SEED)
     train_rows, held_rows = split_rows(load_rows())
     print(f"{len(train_rows)} training sequences, {len(held_rows)} held out", flush=True)
+    if soft:
+        attach_soft_labels(train_rows)
     target = AutoModelForCausalLM.from_pretrained(TARGET_DIR, dtype=torch.float32)
     manifest = read_manifest()
     DRAFTS_DIR.mkdir(exist_ok=True)
@@ -232,7 +272,7 @@ def train(depths: list[int], epochs: int, batch: int, lr: float) -> None:
                     print(f"layers {layers} epoch {epoch} step {step}/{total_steps} loss {loss.item():.3f} "
                           f"{time.perf_counter() - start:.0f} s", flush=True)
         after = agreement(draft.eval(), held_rows)
-        name = f"{layers}l"
+        name = f"{layers}l-soft" if soft else f"{layers}l"
         own = {k: v.detach().to(torch.bfloat16).contiguous() for k, v in draft.state_dict().items()
                if k.startswith("model.layers.") or k == "model.norm.weight"}
         path = DRAFTS_DIR / f"draft-{name}.safetensors"
@@ -243,6 +283,7 @@ def train(depths: list[int], epochs: int, batch: int, lr: float) -> None:
             "parameters": sum(p.numel() for p in draft.parameters()),
             "own_bytes_bf16": path.stat().st_size, "training_steps": step, "epochs": epochs, "batch": batch,
             "learning_rate": lr, "seed": SEED, "training_sequences": len(train_rows),
+            "labels": "target top-20 distribution" if soft else "target argmax",
             "training_seconds": round(time.perf_counter() - start),
             "heldout_top1_agreement_before": before, "heldout_top1_agreement": after,
             "sha256": sha256_of(path),
@@ -261,11 +302,12 @@ def main() -> None:
     t.add_argument("--epochs", type=int, default=3)
     t.add_argument("--batch", type=int, default=8)
     t.add_argument("--lr", type=float, default=3e-4)
+    t.add_argument("--soft", action="store_true", help="learn the target's top-20 distribution, not its argmax")
     args = parser.parse_args()
     if args.stage == "generate":
         generate()
     else:
-        train(args.depths, args.epochs, args.batch, args.lr)
+        train(args.depths, args.epochs, args.batch, args.lr, args.soft)
 
 
 if __name__ == "__main__":

@@ -130,7 +130,7 @@ def agreement(head, rows, feats, embed, to_draft, steps: int) -> dict[str, list[
 
 
 def train(steps: int, epochs: int, batch: int, lr: float, vocab: int, soft: bool, prompt_sets: tuple[str, ...],
-          name: str, out_dir: Path = DRAFTS_DIR) -> None:
+          name: str, out_dir: Path = DRAFTS_DIR, sequences: int | None = None) -> None:
     from safetensors.torch import load_file
 
     torch.manual_seed(SEED)
@@ -139,6 +139,11 @@ def train(steps: int, epochs: int, batch: int, lr: float, vocab: int, soft: bool
     train_rows, held_rows = split_rows(rows)
     # held out: the base set's held-out prompts, whatever sets the head learnt from, so heads compare
     held_rows = [r for r in held_rows if prompt_set(r) == "base"]
+    if sequences is not None:  # a seeded random subset of the training answers (scripts/eagle3_data_curve.py)
+        if not 0 < sequences <= len(train_rows):
+            raise SystemExit(f"--sequences must be in 1..{len(train_rows)}, got {sequences}")
+        keep = set(random.Random(SEED).sample(range(len(train_rows)), sequences))
+        train_rows = [r for i, r in enumerate(train_rows) if i in keep]
     train_feats, held_feats = [by_prompt[id(r)] for r in train_rows], [by_prompt[id(r)] for r in held_rows]
     config = json.loads((TARGET_DIR / "config.json").read_text())
     weights = load_file(TARGET_DIR / "model.safetensors")
@@ -218,6 +223,7 @@ def main() -> None:
     t.add_argument("--sets", nargs="+", default=["base"], choices=PROMPT_SETS,
                    help="prompt sets to learn from (helpers.training_prompts)")
     t.add_argument("--name", help="the head's folder and eagle3.json entry (default: eagle3-hard or eagle3-soft; the kit's head is eagle3)")
+    t.add_argument("--sequences", type=int, help="learn from a seeded random subset of this many training answers")
     t.add_argument("--out-dir", type=Path, default=DRAFTS_DIR, help="where the head and eagle3.json go (a re-run "
                    "to compare with the committed one: somewhere else)")
     args = parser.parse_args()
@@ -225,7 +231,8 @@ def main() -> None:
         features()
     else:
         name = args.name or ("eagle3-soft" if args.soft else "eagle3-hard")
-        train(args.steps, args.epochs, args.batch, args.lr, args.vocab, args.soft, tuple(args.sets), name, args.out_dir)
+        train(args.steps, args.epochs, args.batch, args.lr, args.vocab, args.soft, tuple(args.sets), name, args.out_dir,
+              args.sequences)
 
 
 if __name__ == "__main__":

@@ -117,3 +117,12 @@ def test_the_dtype_note_follows_the_cpu_and_the_dtype(monkeypatch):
         assert expected in dtype_note(get_profile("cpu"))
     monkeypatch.setenv("SPECDEC_CPU_DTYPE", "bfloat16")
     assert "first divergence" in dtype_note(get_profile("cpu"))
+
+
+def test_calibration_drafts_are_the_default_and_the_soft_label_ones():
+    from dataclasses import replace
+
+    talk = PROFILES["gpu-talk"]
+    assert talk.calibration_drafts == [talk.default_draft]
+    cpu = replace(talk, drafts={"2l": "a", "1l": "b", "2l-soft": "c"}, default_draft="2l")
+    assert cpu.calibration_drafts == ["2l", "2l-soft"]

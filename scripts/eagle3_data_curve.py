@@ -1,0 +1,138 @@
+"""What more training data buys the kit's EAGLE-3 head: tokens per verify step against training sequences.
+
+Trains the kit's head recipe (``make drafts``: soft labels, base + extra sets, 4 epochs) on seeded random subsets of
+its training answers (``--sizes``) into build/data-curve/, then measures in vLLM each of those heads and the committed
+``eagle3`` (all the answers) on the structured suite at T = 0: the prompts 04 times, its answer length, one batched
+untimed run per head (vLLM's per-request counters give each prompt's tokens per verify step). The speed model that
+04 and 06 use (``helpers.speed_model``) turns each head's acceptance into a predicted speedup, one request at a
+time, with its interval over the prompts.
+
+``helpers.data_curve`` fits tau = a_prompt + b ln N on the subsets alone; the committed head is the check on a point
+not fitted. Then: at how many training sequences the fit puts a predicted speedup of ``--goal`` with the interval's
+low end above ``--low`` (the speed target of the kit's issue on EAGLE-3), an extrapolation beyond the largest head
+trained. Writes data/measurements/eagle3-data-curve-<date>.csv (one row per head and prompt).
+Each subset's head is a checkpoint: one already in build/data-curve/eagle3.json is not trained again.
+
+Run: ``.venv/bin/python scripts/eagle3_data_curve.py`` (about 40 minutes on 2 cores at the default sizes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "build" / "data-curve"
+N_PROMPTS, MAX_TOKENS = 8, 64  # notebook 04's timed structured prompts and answer length (full mode)
+
+
+def train_subsets(sizes: list[int]) -> dict[str, dict]:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import train_eagle3
+
+    manifest = OUT / "eagle3.json"
+    for n in sizes:
+        name = f"eagle3-{n}"
+        if name not in (json.loads(manifest.read_text()) if manifest.exists() else {}):
+            train_eagle3.train(steps=4, epochs=4, batch=8, lr=2e-3, vocab=8192, soft=True,
+                               prompt_sets=("base", "extra"), name=name, out_dir=OUT, sequences=n)
+    return json.loads(manifest.read_text())
+
+
+def measure(heads: dict[str, str]) -> pd.DataFrame:
+    """Each head's per-prompt acceptance on the structured suite at T = 0 (one batched run per head)."""
+    from helpers import profiles
+    from helpers.engines import EngineSpec, shutdown_engine
+    from helpers.sweeps import acceptance
+    from helpers.workloads import prompts
+
+    cpu = profiles.get_profile("cpu")
+    # a profile like cpu whose EAGLE-3 heads are the ones measured here
+    profiles.PROFILES["cpu-data-curve"] = replace(cpu, name="cpu-data-curve", eagle_heads=heads)
+    frames = []
+    for name in heads:
+        spec = EngineSpec("cpu-data-curve", "eagle3", k=cpu.k, draft=name)
+        frames.append(acceptance(spec, prompts("structured", N_PROMPTS), 0.0, MAX_TOKENS).assign(head=name))
+        shutdown_engine(spec)
+        print(f"{name}: {frames[-1]['tau'].mean():.2f} tokens per verify step", flush=True)
+    return pd.concat(frames, ignore_index=True)
+
+
+def main() -> None:
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[186, 371, 743])
+    parser.add_argument("--goal", type=float, default=2.0)
+    parser.add_argument("--low", type=float, default=1.8)
+    args = parser.parse_args()
+
+    from helpers import data_curve, hardware, speed_model
+    from helpers.models import DEFAULT_EAGLE_HEAD, DRAFTS_DIR, read_eagle_manifest
+
+    subsets = train_subsets(args.sizes)
+    committed = read_eagle_manifest()[DEFAULT_EAGLE_HEAD]
+    entries = {**{name: subsets[name] for name in (f"eagle3-{n}" for n in args.sizes)}, DEFAULT_EAGLE_HEAD: committed}
+    paths = {name: str((OUT if name != DEFAULT_EAGLE_HEAD else DRAFTS_DIR) / e["dir"]) for name, e in entries.items()}
+    rows = measure(paths)
+    rows["sequences"] = rows["head"].map({name: e["training_sequences"] for name, e in entries.items()})
+    rows["fitted"] = rows["head"] != DEFAULT_EAGLE_HEAD
+    rows["prompt"] = rows["prompt_index"]
+    costs, source = speed_model.load_fitted("cpu")
+
+    def predicted(per_prompt: pd.DataFrame) -> dict:
+        return speed_model.category_prediction(costs, per_prompt)
+
+    summary = []
+    for name, group in rows.groupby("head", sort=False):
+        p = predicted(group)
+        summary.append({"head": name, "sequences": int(group["sequences"].iloc[0]), "tau": group["tau"].mean(),
+                        "speedup": p["speedup"], "low": p["low"], "high": p["high"]})
+    summary = pd.DataFrame(summary)
+    curve = data_curve.fit(rows[rows["fitted"]])
+    check = rows[~rows["fitted"]]
+    n_check = int(check["sequences"].iloc[0])
+    print(summary.round(3).to_string(index=False))
+    print(f"fit on {sorted(set(rows[rows['fitted']]['sequences']))} sequences: tau = a_prompt + {curve.slope:.3f} ln N "
+          f"(95% CI {curve.slope_interval()[0]:.3f} .. {curve.slope_interval()[1]:.3f}, {curve.dof} dof)")
+    print(f"check at {n_check} sequences (not fitted): predicted {curve.per_prompt(n_check).mean():.2f}, "
+          f"measured {check['tau'].mean():.2f} tokens per verify step")
+
+    def at(n: float) -> dict:
+        """The speed model's prediction with every prompt at its fitted tau for n sequences."""
+        taus = curve.per_prompt(n)
+        extrapolated = check.set_index("prompt").loc[taus.index].reset_index()
+        extrapolated["tau"] = taus.to_numpy()
+        return predicted(extrapolated)
+
+    met, p = None, None
+    for n in np.exp(np.linspace(np.log(curve.largest), np.log(1e8), 120)):
+        p = at(n)
+        if p["speedup"] >= args.goal and p["low"] > args.low:
+            met = n
+            break
+    if met is None:
+        print(f"the fitted line does not reach {args.goal}x with a low end above {args.low}x by 1e8 sequences")
+    else:
+        low_b, high_b = curve.slope_interval()
+        needed_tau = curve.per_prompt(met).mean()
+        print(f"extrapolated: {args.goal}x with a low end above {args.low}x at about {met:,.0f} training sequences "
+              f"({met / n_check:.0f} times the committed head's), mean {needed_tau:.2f} tokens per verify step "
+              f"({p['speedup']:.2f}x [{p['low']:.2f}, {p['high']:.2f}]); with the slope at its 95% CI ends "
+              f"{curve.sequences_for(needed_tau, high_b):,.0f} .. {curve.sequences_for(needed_tau, low_b):,.0f}")
+    print(f"speed model: {source}")
+    date = datetime.date.today().isoformat()
+    path = ROOT / "data" / "measurements" / f"eagle3-data-curve-{date}.csv"
+    rows.assign(hardware=hardware.describe(), date=date).to_csv(path, index=False)
+    print(f"-> {path.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
