@@ -8,9 +8,9 @@ untimed run per head (vLLM's per-request counters give each prompt's tokens per 
 time, with its interval over the prompts.
 
 ``helpers.data_curve`` fits tau = a_prompt + b ln N on the subsets alone; the committed head is the check on a point
-not fitted. Then: at how many training sequences the fit puts a predicted speedup of ``--goal`` with the interval's
-low end above ``--low`` (the speed target of the kit's issue on EAGLE-3), an extrapolation beyond the largest head
-trained. Writes data/measurements/eagle3-data-curve-<date>.csv (one row per head and prompt).
+not fitted (a 95% prediction interval for one head). Then, refitted on every head: at how many training sequences the
+line puts a predicted speedup of ``--goal`` with the interval's low end above ``--low`` (the speed target of the
+kit's issue on EAGLE-3), each prompt's tau capped at k + 1; beyond the largest head trained, an extrapolation. Writes data/measurements/eagle3-data-curve-<date>.csv (one row per head and prompt).
 Each subset's head is a checkpoint: one already in build/data-curve/eagle3.json is not trained again.
 
 Run: ``.venv/bin/python scripts/eagle3_data_curve.py`` (about 40 minutes on 2 cores at the default sizes).
@@ -69,12 +69,12 @@ def measure(heads: dict[str, str]) -> pd.DataFrame:
 def main() -> None:
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[186, 371, 743])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[93, 186, 371, 743])
     parser.add_argument("--goal", type=float, default=2.0)
     parser.add_argument("--low", type=float, default=1.8)
     args = parser.parse_args()
 
-    from helpers import data_curve, hardware, speed_model
+    from helpers import hardware
     from helpers.models import DEFAULT_EAGLE_HEAD, DRAFTS_DIR, read_eagle_manifest
 
     subsets = train_subsets(args.sizes)
@@ -84,8 +84,23 @@ def main() -> None:
     rows = measure(paths)
     rows["sequences"] = rows["head"].map({name: e["training_sequences"] for name, e in entries.items()})
     rows["fitted"] = rows["head"] != DEFAULT_EAGLE_HEAD
-    rows["prompt"] = rows["prompt_index"]
-    costs, source = speed_model.load_fitted("cpu")
+    date = datetime.date.today().isoformat()
+    path = ROOT / "data" / "measurements" / f"eagle3-data-curve-{date}.csv"
+    rows.assign(hardware=hardware.describe(), date=date).to_csv(path, index=False)
+    print(f"-> {path.relative_to(ROOT)}")
+    analyse(rows, args.goal, args.low)
+
+
+def analyse(rows: pd.DataFrame, goal: float, low: float, k: int = 4) -> None:
+    """Print each head's predicted speedup, the fit on the subsets, its check on the head not fitted, and, refitted
+    on every head, where the line meets the goal. ``rows``: :func:`measure`'s, with ``sequences`` and ``fitted``."""
+    from helpers import data_curve, speed_model
+
+    rows = rows.assign(prompt=rows["prompt_index"])
+    fitted = speed_model.load_fitted("cpu")
+    if fitted is None:
+        raise SystemExit("no speed model: run notebook 06 or use the shipped reference (data/reference/cpu/)")
+    costs, source = fitted
 
     def predicted(per_prompt: pd.DataFrame) -> dict:
         return speed_model.category_prediction(costs, per_prompt)
@@ -95,19 +110,24 @@ def main() -> None:
         p = predicted(group)
         summary.append({"head": name, "sequences": int(group["sequences"].iloc[0]), "tau": group["tau"].mean(),
                         "speedup": p["speedup"], "low": p["low"], "high": p["high"]})
-    summary = pd.DataFrame(summary)
+    print(pd.DataFrame(summary).round(3).to_string(index=False))
     curve = data_curve.fit(rows[rows["fitted"]])
     check = rows[~rows["fitted"]]
     n_check = int(check["sequences"].iloc[0])
-    print(summary.round(3).to_string(index=False))
+    mean, lo, hi = curve.interval(n_check)
     print(f"fit on {sorted(set(rows[rows['fitted']]['sequences']))} sequences: tau = a_prompt + {curve.slope:.3f} ln N "
-          f"(95% CI {curve.slope_interval()[0]:.3f} .. {curve.slope_interval()[1]:.3f}, {curve.dof} dof)")
-    print(f"check at {n_check} sequences (not fitted): predicted {curve.per_prompt(n_check).mean():.2f}, "
-          f"measured {check['tau'].mean():.2f} tokens per verify step")
+          f"(95% CI {curve.slope_interval()[0]:.3f} .. {curve.slope_interval()[1]:.3f}, over heads, {curve.dof} dof)")
+    print(f"check at {n_check} sequences (not fitted): predicted {mean:.2f} [{lo:.2f}, {hi:.2f}] (95% prediction "
+          f"interval for one head), measured {check['tau'].mean():.2f} tokens per verify step")
+
+    curve = data_curve.fit(rows)
+    print(f"refitted on every head: slope {curve.slope:.3f} ({curve.slope_interval()[0]:.3f} .. "
+          f"{curve.slope_interval()[1]:.3f}, {curve.dof} dof)")
 
     def at(n: float) -> dict:
-        """The speed model's prediction with every prompt at its fitted tau for n sequences."""
-        taus = curve.per_prompt(n)
+        """The speed model's prediction with every prompt at its fitted tau for n sequences, kept within the
+        1 to k + 1 tokens a verify step can give."""
+        taus = curve.per_prompt(n).clip(1, k + 1)
         extrapolated = check.set_index("prompt").loc[taus.index].reset_index()
         extrapolated["tau"] = taus.to_numpy()
         return predicted(extrapolated)
@@ -115,23 +135,20 @@ def main() -> None:
     met, p = None, None
     for n in np.exp(np.linspace(np.log(curve.largest), np.log(1e8), 120)):
         p = at(n)
-        if p["speedup"] >= args.goal and p["low"] > args.low:
+        if p["speedup"] >= goal and p["low"] > low:
             met = n
             break
     if met is None:
-        print(f"the fitted line does not reach {args.goal}x with a low end above {args.low}x by 1e8 sequences")
+        print(f"the fitted line does not reach {goal}x with a low end above {low}x by 1e8 sequences")
     else:
         low_b, high_b = curve.slope_interval()
-        needed_tau = curve.per_prompt(met).mean()
-        print(f"extrapolated: {args.goal}x with a low end above {args.low}x at about {met:,.0f} training sequences "
-              f"({met / n_check:.0f} times the committed head's), mean {needed_tau:.2f} tokens per verify step "
+        needed_tau = curve.per_prompt(met).clip(1, k + 1).mean()
+        where = "extrapolated" if met > curve.largest else "within the heads trained"
+        print(f"{where}: {goal}x with a low end (over prompts) above {low}x at about {met:,.0f} training sequences "
+              f"({met / n_check:.1f} times the committed head's), mean {needed_tau:.2f} tokens per verify step "
               f"({p['speedup']:.2f}x [{p['low']:.2f}, {p['high']:.2f}]); with the slope at its 95% CI ends "
               f"{curve.sequences_for(needed_tau, high_b):,.0f} .. {curve.sequences_for(needed_tau, low_b):,.0f}")
     print(f"speed model: {source}")
-    date = datetime.date.today().isoformat()
-    path = ROOT / "data" / "measurements" / f"eagle3-data-curve-{date}.csv"
-    rows.assign(hardware=hardware.describe(), date=date).to_csv(path, index=False)
-    print(f"-> {path.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

@@ -69,7 +69,8 @@ def offline(temperature: float) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def measured(temperature: float, n_prompts: int, samples: int, max_tokens: int) -> pd.DataFrame:
+def measured(temperature: float, n_prompts: int, samples: int, max_tokens: int,
+             methods: tuple[str, ...] = ("draft_model", "eagle3")) -> pd.DataFrame:
     from helpers import hardware
     from helpers.engines import EngineSpec, shutdown_engine
     from helpers.profiles import active_profile
@@ -77,10 +78,9 @@ def measured(temperature: float, n_prompts: int, samples: int, max_tokens: int) 
     from helpers.workloads import prompts
 
     profile = active_profile()
-    arms = [EngineSpec(profile.name, "draft_model", k=profile.k, draft=draft, draft_sample_method=m)
-            for draft in profile.calibration_drafts for m in ("greedy", "probabilistic")]
-    arms += [EngineSpec(profile.name, "eagle3", k=profile.k, draft=head, draft_sample_method=m)
-             for head in profile.eagle_heads for m in ("greedy", "probabilistic")]
+    drafts = {"draft_model": profile.calibration_drafts, "eagle3": list(profile.eagle_heads)}
+    arms = [EngineSpec(profile.name, method, k=profile.k, draft=draft, draft_sample_method=m)
+            for method in methods for draft in drafts[method] for m in ("greedy", "probabilistic")]
     out = []
     for spec in arms:
         for category in ("structured", "creative"):
@@ -119,9 +119,10 @@ def main() -> None:
     parser.add_argument("--prompts", type=int, default=8)
     parser.add_argument("--samples", type=int, default=4)
     parser.add_argument("--max-tokens", type=int, default=48)
+    parser.add_argument("--methods", nargs="+", default=["draft_model", "eagle3"], choices=["draft_model", "eagle3"])
     args = parser.parse_args()
     frame = offline(args.temperature) if args.offline else measured(args.temperature, args.prompts, args.samples,
-                                                                    args.max_tokens)
+                                                                    args.max_tokens, tuple(args.methods))
     path = ROOT / "build" / "results" / f"calibration{'-offline' if args.offline else ''}.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
     frame.to_csv(path, index=False)

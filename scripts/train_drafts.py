@@ -131,6 +131,9 @@ def attach_soft_labels(rows: list[dict]) -> None:
         f = by_key[(row["prompt"], row["temperature"])]
         # position t predicts token t + 1: the answer's tokens are predicted at n - 1 .. length - 2
         n, length = len(row["prompt_token_ids"]), len(row["prompt_token_ids"]) + len(row["token_ids"])
+        if len(f["top_ids"]) != length:
+            raise SystemExit(f"{FEATURES} does not match {COMPLETIONS} (a sequence of {len(f['top_ids'])} positions "
+                             f"for an answer of {length}): run `python scripts/train_eagle3.py features` again")
         row["top_ids"] = f["top_ids"][n - 1 : length - 1].long()
         row["top_logprobs"] = f["top_logprobs"][n - 1 : length - 1].float()
 

@@ -60,6 +60,9 @@ def test_soft_labels_come_from_the_features_at_the_answer_positions(tmp_path, mo
     torch.save(feats[:2], tmp_path / "features.pt")
     with pytest.raises(SystemExit, match="features"):
         train_drafts.attach_soft_labels(picked)
+    torch.save([{k: v[:-1] for k, v in f.items()} for f in feats], tmp_path / "features.pt")  # made from other answers
+    with pytest.raises(SystemExit, match="does not match"):
+        train_drafts.attach_soft_labels(picked)
 
 
 def test_the_soft_loss_is_cross_entropy_to_the_target_distribution():
