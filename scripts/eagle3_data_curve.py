@@ -72,7 +72,11 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[93, 186, 371, 743])
     parser.add_argument("--goal", type=float, default=2.0)
     parser.add_argument("--low", type=float, default=1.8)
+    parser.add_argument("--analyse", type=Path, help="analyse a CSV this script wrote, without training or measuring")
     args = parser.parse_args()
+    if args.analyse:
+        analyse(pd.read_csv(args.analyse), args.goal, args.low)
+        return
 
     from helpers import hardware
     from helpers.models import DEFAULT_EAGLE_HEAD, DRAFTS_DIR, read_eagle_manifest
@@ -123,31 +127,46 @@ def analyse(rows: pd.DataFrame, goal: float, low: float, k: int = 4) -> None:
     curve = data_curve.fit(rows)
     print(f"refitted on every head: slope {curve.slope:.3f} ({curve.slope_interval()[0]:.3f} .. "
           f"{curve.slope_interval()[1]:.3f}, {curve.dof} dof)")
+    means = rows.groupby("sequences")["tau"].mean()
+    local = (means.iloc[-1] - means.iloc[-2]) / np.log(means.index[-1] / means.index[-2])
+    print(f"the last doubling ({means.index[-2]} -> {means.index[-1]} sequences): {means.iloc[-2]:.2f} -> "
+          f"{means.iloc[-1]:.2f} tokens per verify step, a slope of {local:.3f} per unit of ln N")
+    largest = check.set_index("prompt")["tau"]
 
-    def at(n: float) -> dict:
-        """The speed model's prediction with every prompt at its fitted tau for n sequences, kept within the
-        1 to k + 1 tokens a verify step can give."""
-        taus = curve.per_prompt(n).clip(1, k + 1)
+    def at(taus: pd.Series) -> dict:
+        """The speed model's prediction with each prompt at ``taus``, kept within the 1 to k + 1 tokens a verify
+        step can give."""
         extrapolated = check.set_index("prompt").loc[taus.index].reset_index()
-        extrapolated["tau"] = taus.to_numpy()
+        extrapolated["tau"] = taus.clip(1, k + 1).to_numpy()
         return predicted(extrapolated)
 
-    met, p = None, None
-    for n in np.exp(np.linspace(np.log(curve.largest), np.log(1e8), 120)):
-        p = at(n)
-        if p["speedup"] >= goal and p["low"] > low:
-            met = n
-            break
-    if met is None:
-        print(f"the fitted line does not reach {goal}x with a low end above {low}x by 1e8 sequences")
-    else:
-        low_b, high_b = curve.slope_interval()
-        needed_tau = curve.per_prompt(met).clip(1, k + 1).mean()
-        where = "extrapolated" if met > curve.largest else "within the heads trained"
-        print(f"{where}: {goal}x with a low end (over prompts) above {low}x at about {met:,.0f} training sequences "
-              f"({met / n_check:.1f} times the committed head's), mean {needed_tau:.2f} tokens per verify step "
-              f"({p['speedup']:.2f}x [{p['low']:.2f}, {p['high']:.2f}]); with the slope at its 95% CI ends "
-              f"{curve.sequences_for(needed_tau, high_b):,.0f} .. {curve.sequences_for(needed_tau, low_b):,.0f}")
+    from helpers.models import DEFAULT_EAGLE_HEAD, read_eagle_manifest
+
+    head = read_eagle_manifest()[DEFAULT_EAGLE_HEAD]
+    per_sequence_epoch = head["training_seconds"] / (head["training_sequences"] * head["epochs"])
+    rates = {"the line over every head": lambda n: curve.per_prompt(n),
+             "the last doubling's rate": lambda n: largest + local * np.log(n / n_check)}
+    for label, taus_at in rates.items():
+        met = None
+        for n in np.exp(np.linspace(np.log(n_check), np.log(1e9), 200)):
+            p = at(taus_at(n))
+            if p["speedup"] >= goal and p["low"] > low:
+                met = n
+                break
+        if met is None:
+            print(f"at {label}: {goal}x with a low end above {low}x is not reached by 1e9 sequences")
+            continue
+        hours = met * head["epochs"] * per_sequence_epoch / 3600
+        print(f"at {label}: {goal}x with a low end (over prompts) above {low}x at about {met:,.0f} training sequences "
+              f"({met / n_check:.1f} times the committed head's; an extrapolation), mean "
+              f"{taus_at(met).clip(1, k + 1).mean():.2f} tokens per verify step ({p['speedup']:.2f}x "
+              f"[{p['low']:.2f}, {p['high']:.2f}]); {head['epochs']} epochs over them would take about {hours:,.1f} "
+              f"hours on this machine at the committed head's rate")
+        if taus_at is rates["the line over every head"]:
+            needed = float(curve.per_prompt(met).mean())
+            low_b, high_b = curve.slope_interval()
+            print(f"  the line's slope at its 95% CI ends puts that mean at {curve.sequences_for(needed, high_b):,.0f} "
+                  f".. {curve.sequences_for(needed, low_b):,.0f} sequences")
     print(f"speed model: {source}")
 
 
