@@ -73,9 +73,14 @@ def main() -> None:
     parser.add_argument("--goal", type=float, default=2.0)
     parser.add_argument("--low", type=float, default=1.8)
     parser.add_argument("--analyse", type=Path, help="analyse a CSV this script wrote, without training or measuring")
+    parser.add_argument("--others", type=Path, help="with --analyse: a CSV of other heads (e.g. other epochs) to "
+                        "check a line in ln(steps) on")
     args = parser.parse_args()
     if args.analyse:
-        analyse(pd.read_csv(args.analyse), args.goal, args.low)
+        rows = pd.read_csv(args.analyse)
+        analyse(rows, args.goal, args.low)
+        if args.others:
+            steps_check(rows, pd.read_csv(args.others))
         return
 
     from helpers import hardware
@@ -87,6 +92,7 @@ def main() -> None:
     paths = {name: str((OUT if name != DEFAULT_EAGLE_HEAD else DRAFTS_DIR) / e["dir"]) for name, e in entries.items()}
     rows = measure(paths)
     rows["sequences"] = rows["head"].map({name: e["training_sequences"] for name, e in entries.items()})
+    rows["training_steps"] = rows["head"].map({name: e["training_steps"] for name, e in entries.items()})
     rows["fitted"] = rows["head"] != DEFAULT_EAGLE_HEAD
     date = datetime.date.today().isoformat()
     path = ROOT / "data" / "measurements" / f"eagle3-data-curve-{date}.csv"
@@ -168,6 +174,23 @@ def analyse(rows: pd.DataFrame, goal: float, low: float, k: int = 4) -> None:
             print(f"  the line's slope at its 95% CI ends puts that mean at {curve.sequences_for(needed, high_b):,.0f} "
                   f".. {curve.sequences_for(needed, low_b):,.0f} sequences")
     print(f"speed model: {source}")
+
+
+def steps_check(rows: pd.DataFrame, others: pd.DataFrame) -> None:
+    """The same line in ln(optimizer steps) instead of ln(sequences): fitted on the subsets (whose steps grow with
+    their data at 4 epochs), checked on heads trained with other epochs (``others``: rows like :func:`measure`'s
+    with ``training_steps``)."""
+    from helpers import data_curve
+
+    fitted = rows[rows["fitted"]].assign(prompt=lambda f: f["prompt_index"], sequences=lambda f: f["training_steps"])
+    curve = data_curve.fit(fitted)
+    print(f"in ln(steps), fitted on the subsets: slope {curve.slope:.3f} ({curve.slope_interval()[0]:.3f} .. "
+          f"{curve.slope_interval()[1]:.3f}, {curve.dof} dof)")
+    for name, group in pd.concat([rows[~rows["fitted"]], others]).groupby("head", sort=False):
+        steps = int(group["training_steps"].iloc[0])
+        mean, lo, hi = curve.interval(steps)
+        print(f"  {name} ({int(group['sequences'].iloc[0])} sequences, {steps} steps): predicted {mean:.2f} "
+              f"[{lo:.2f}, {hi:.2f}] from its steps, measured {group['tau'].mean():.2f}")
 
 
 if __name__ == "__main__":
