@@ -34,15 +34,19 @@ OUT = ROOT / "build" / "data-curve"
 N_PROMPTS, MAX_TOKENS = 8, 64  # notebook 04's timed structured prompts and answer length (full mode)
 
 
-def train_subsets(sizes: list[int]) -> dict[str, dict]:
+def head_name(n: int, epochs: int) -> str:
+    return f"eagle3-{n}" if epochs == 4 else f"eagle3-{n}-{epochs}ep"
+
+
+def train_subsets(sizes: list[int], epochs: int = 4) -> dict[str, dict]:
     sys.path.insert(0, str(ROOT / "scripts"))
     import train_eagle3
 
     manifest = OUT / "eagle3.json"
     for n in sizes:
-        name = f"eagle3-{n}"
+        name = head_name(n, epochs)
         if name not in (json.loads(manifest.read_text()) if manifest.exists() else {}):
-            train_eagle3.train(steps=4, epochs=4, batch=8, lr=2e-3, vocab=8192, soft=True,
+            train_eagle3.train(steps=4, epochs=epochs, batch=8, lr=2e-3, vocab=8192, soft=True,
                                prompt_sets=("base", "extra"), name=name, out_dir=OUT, sequences=n)
     return json.loads(manifest.read_text())
 
@@ -70,35 +74,39 @@ def main() -> None:
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[93, 186, 371, 743])
+    parser.add_argument("--epochs", type=int, default=4, help="epochs for the subsets (not 4: heads to check the "
+                        "line in ln(steps) on, written to a CSV of their own for --others)")
     parser.add_argument("--goal", type=float, default=2.0)
     parser.add_argument("--low", type=float, default=1.8)
     parser.add_argument("--analyse", type=Path, help="analyse a CSV this script wrote, without training or measuring")
-    parser.add_argument("--others", type=Path, help="with --analyse: a CSV of other heads (e.g. other epochs) to "
-                        "check a line in ln(steps) on")
+    parser.add_argument("--others", type=Path, nargs="+", help="with --analyse: CSVs of other heads (e.g. other "
+                        "epochs) to check a line in ln(steps) on")
     args = parser.parse_args()
     if args.analyse:
         rows = pd.read_csv(args.analyse)
         analyse(rows, args.goal, args.low)
         if args.others:
-            steps_check(rows, pd.read_csv(args.others))
+            steps_check(rows, pd.concat([pd.read_csv(p) for p in args.others], ignore_index=True))
         return
 
     from helpers import hardware
     from helpers.models import DEFAULT_EAGLE_HEAD, DRAFTS_DIR, read_eagle_manifest
 
-    subsets = train_subsets(args.sizes)
+    subsets = train_subsets(args.sizes, args.epochs)
     committed = read_eagle_manifest()[DEFAULT_EAGLE_HEAD]
-    entries = {**{name: subsets[name] for name in (f"eagle3-{n}" for n in args.sizes)}, DEFAULT_EAGLE_HEAD: committed}
+    entries = {**{name: subsets[name] for name in (head_name(n, args.epochs) for n in args.sizes)},
+               DEFAULT_EAGLE_HEAD: committed}
     paths = {name: str((OUT if name != DEFAULT_EAGLE_HEAD else DRAFTS_DIR) / e["dir"]) for name, e in entries.items()}
     rows = measure(paths)
     rows["sequences"] = rows["head"].map({name: e["training_sequences"] for name, e in entries.items()})
     rows["training_steps"] = rows["head"].map({name: e["training_steps"] for name, e in entries.items()})
     rows["fitted"] = rows["head"] != DEFAULT_EAGLE_HEAD
     date = datetime.date.today().isoformat()
-    path = ROOT / "data" / "measurements" / f"eagle3-data-curve-{date}.csv"
+    path = ROOT / "data" / "measurements" / f"eagle3-data-curve-{date}{'' if args.epochs == 4 else f'-{args.epochs}ep'}.csv"
     rows.assign(hardware=hardware.describe(), date=date).to_csv(path, index=False)
     print(f"-> {path.relative_to(ROOT)}")
-    analyse(rows, args.goal, args.low)
+    if args.epochs == 4 and len(args.sizes) >= 3:
+        analyse(rows, args.goal, args.low)
 
 
 def analyse(rows: pd.DataFrame, goal: float, low: float, k: int = 4) -> None:
@@ -186,6 +194,7 @@ def steps_check(rows: pd.DataFrame, others: pd.DataFrame) -> None:
     curve = data_curve.fit(fitted)
     print(f"in ln(steps), fitted on the subsets: slope {curve.slope:.3f} ({curve.slope_interval()[0]:.3f} .. "
           f"{curve.slope_interval()[1]:.3f}, {curve.dof} dof)")
+    others = others[~others["head"].isin(rows["head"])]  # a head measured in both files counts once
     for name, group in pd.concat([rows[~rows["fitted"]], others]).groupby("head", sort=False):
         steps = int(group["training_steps"].iloc[0])
         mean, lo, hi = curve.interval(steps)
