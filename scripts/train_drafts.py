@@ -113,20 +113,25 @@ def load_rows(prompt_sets: tuple[str, ...] = ("base",)) -> list[dict]:
     return [r for r in rows if prompt_set(r) in prompt_sets]
 
 
+def rows_with_features() -> list[tuple[dict, dict]]:
+    """Every completion (all prompt sets, in the file's order) with the target's features for it
+    (``build/train/eagle3_features.pt``, written by ``scripts/train_eagle3.py features`` over the same rows)."""
+    import torch
+
+    rows, feats = load_rows(PROMPT_SETS), torch.load(FEATURES)
+    if len(feats) != len(rows):
+        raise SystemExit(f"{FEATURES} has {len(feats)} sequences, {COMPLETIONS} {len(rows)}: "
+                         "run `python scripts/train_eagle3.py features` again")
+    return list(zip(rows, feats))
+
+
 def attach_soft_labels(rows: list[dict]) -> None:
     """Give each row the target's top-20 next tokens and log-probabilities at its answer positions.
 
     They come from ``build/train/eagle3_features.pt`` (``scripts/train_eagle3.py features``), which ran the target over
     every answer of every prompt set in the completions file's order.
     """
-    import torch
-
-    every = load_rows(PROMPT_SETS)
-    feats = torch.load(FEATURES)
-    if len(feats) != len(every):
-        raise SystemExit(f"{FEATURES} has {len(feats)} sequences, {COMPLETIONS} {len(every)}: "
-                         "run `python scripts/train_eagle3.py features` again")
-    by_key = {(r["prompt"], r["temperature"]): f for r, f in zip(every, feats)}
+    by_key = {(r["prompt"], r["temperature"]): f for r, f in rows_with_features()}
     for row in rows:
         f = by_key[(row["prompt"], row["temperature"])]
         # position t predicts token t + 1: the answer's tokens are predicted at n - 1 .. length - 2

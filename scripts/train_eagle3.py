@@ -29,12 +29,11 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from train_drafts import PROMPT_SETS, SEED, WORK, load_rows, prompt_set, split_rows, update  # noqa: E402
+from train_drafts import FEATURES, PROMPT_SETS, SEED, load_rows, prompt_set, rows_with_features, split_rows, update  # noqa: E402
 
 from helpers.eagle3 import AUX_LAYERS, Eagle3Head, choose_draft_vocab, target_to_draft  # noqa: E402
 from helpers.models import DRAFTS_DIR, EAGLE_MANIFEST, TARGET_DIR, sha256_of  # noqa: E402
 
-FEATURES = WORK / "eagle3_features.pt"
 TOP = 20
 
 
@@ -61,10 +60,7 @@ def features() -> None:
 
 def rows_and_features(prompt_sets: tuple[str, ...]) -> tuple[list[dict], list[dict]]:
     """The completions of ``prompt_sets`` and the target's features for each (``features`` ran over every set)."""
-    rows, feats = load_rows(PROMPT_SETS), torch.load(FEATURES)
-    if len(rows) != len(feats):
-        raise SystemExit(f"{FEATURES} has {len(feats)} sequences, {len(rows)} answers: run the features stage again")
-    picked = [(r, f) for r, f in zip(rows, feats) if prompt_set(r) in prompt_sets]
+    picked = [(r, f) for r, f in rows_with_features() if prompt_set(r) in prompt_sets]
     return [r for r, _ in picked], [f for _, f in picked]
 
 
