@@ -13,6 +13,11 @@ line puts a predicted speedup of ``--goal`` with the interval's low end above ``
 kit's issue on EAGLE-3), each prompt's tau capped at k + 1; beyond the largest head trained, an extrapolation. Writes data/measurements/eagle3-data-curve-<date>.csv (one row per head and prompt).
 Each subset's head is a checkpoint: one already in build/data-curve/eagle3.json is not trained again.
 
+``--epochs``, ``--batch`` and ``--bf16`` train heads with another recipe (e.g. ``--sizes 1486 --epochs 5``: all the
+answers for 5 epochs) into a CSV of their own. ``--analyse CSV --others CSV...`` then checks the subsets' line in
+ln(optimizer steps) and in ln(training passes, sequences x epochs) on those heads, and says how many passes, and how
+many minutes of training at the best head's rate, the goal needs.
+
 Run: ``.venv/bin/python scripts/eagle3_data_curve.py`` (about 40 minutes on 2 cores at the default sizes).
 """
 
@@ -34,20 +39,25 @@ OUT = ROOT / "build" / "data-curve"
 N_PROMPTS, MAX_TOKENS = 8, 64  # notebook 04's timed structured prompts and answer length (full mode)
 
 
-def head_name(n: int, epochs: int) -> str:
-    return f"eagle3-{n}" if epochs == 4 else f"eagle3-{n}-{epochs}ep"
+def recipe_suffix(epochs: int, batch: int, bf16: bool = False) -> str:
+    """How a head's recipe differs from the curve's (4 epochs, batch 8, float32), for its name and its CSV's."""
+    return ("" if epochs == 4 else f"-{epochs}ep") + ("" if batch == 8 else f"-b{batch}") + ("-bf16" if bf16 else "")
 
 
-def train_subsets(sizes: list[int], epochs: int = 4) -> dict[str, dict]:
+def head_name(n: int, epochs: int, batch: int = 8, bf16: bool = False) -> str:
+    return f"eagle3-{n}{recipe_suffix(epochs, batch, bf16)}"
+
+
+def train_subsets(sizes: list[int], epochs: int = 4, batch: int = 8, bf16: bool = False) -> dict[str, dict]:
     sys.path.insert(0, str(ROOT / "scripts"))
     import train_eagle3
 
     manifest = OUT / "eagle3.json"
     for n in sizes:
-        name = head_name(n, epochs)
+        name = head_name(n, epochs, batch, bf16)
         if name not in (json.loads(manifest.read_text()) if manifest.exists() else {}):
-            train_eagle3.train(steps=4, epochs=epochs, batch=8, lr=2e-3, vocab=8192, soft=True,
-                               prompt_sets=("base", "extra"), name=name, out_dir=OUT, sequences=n)
+            train_eagle3.train(steps=4, epochs=epochs, batch=batch, lr=2e-3, vocab=8192, soft=True,
+                               prompt_sets=("base", "extra"), name=name, out_dir=OUT, sequences=n, bf16=bf16)
     return json.loads(manifest.read_text())
 
 
@@ -76,6 +86,10 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[93, 186, 371, 743])
     parser.add_argument("--epochs", type=int, default=4, help="epochs for the subsets (not 4: heads to check the "
                         "line in ln(steps) on, written to a CSV of their own for --others)")
+    parser.add_argument("--batch", type=int, default=8, help="sequences per optimizer step for the subsets (not 8: "
+                        "more steps for the same data and time, written to a CSV of their own for --others)")
+    parser.add_argument("--bf16", action="store_true", help="train the subsets under bfloat16 autocast "
+                        "(train_eagle3.py --bf16), written to a CSV of their own for --others")
     parser.add_argument("--goal", type=float, default=2.0)
     parser.add_argument("--low", type=float, default=1.8)
     parser.add_argument("--analyse", type=Path, help="analyse a CSV this script wrote, without training or measuring")
@@ -86,26 +100,29 @@ def main() -> None:
         rows = pd.read_csv(args.analyse)
         analyse(rows, args.goal, args.low)
         if args.others:
-            steps_check(rows, pd.concat([pd.read_csv(p) for p in args.others], ignore_index=True))
+            training_check(rows, pd.concat([pd.read_csv(p) for p in args.others], ignore_index=True), args.goal,
+                           args.low)
         return
 
     from helpers import hardware
     from helpers.models import DEFAULT_EAGLE_HEAD, DRAFTS_DIR, read_eagle_manifest
 
-    subsets = train_subsets(args.sizes, args.epochs)
+    recipe = recipe_suffix(args.epochs, args.batch, args.bf16)
+    subsets = train_subsets(args.sizes, args.epochs, args.batch, args.bf16)
     committed = read_eagle_manifest()[DEFAULT_EAGLE_HEAD]
-    entries = {**{name: subsets[name] for name in (head_name(n, args.epochs) for n in args.sizes)},
+    entries = {**{name: subsets[name] for name in (head_name(n, args.epochs, args.batch, args.bf16) for n in args.sizes)},
                DEFAULT_EAGLE_HEAD: committed}
     paths = {name: str((OUT if name != DEFAULT_EAGLE_HEAD else DRAFTS_DIR) / e["dir"]) for name, e in entries.items()}
     rows = measure(paths)
-    rows["sequences"] = rows["head"].map({name: e["training_sequences"] for name, e in entries.items()})
-    rows["training_steps"] = rows["head"].map({name: e["training_steps"] for name, e in entries.items()})
+    for column, key in {"sequences": "training_sequences", "epochs": "epochs", "batch": "batch",
+                        "training_steps": "training_steps", "training_seconds": "training_seconds"}.items():
+        rows[column] = rows["head"].map({name: e[key] for name, e in entries.items()})
     rows["fitted"] = rows["head"] != DEFAULT_EAGLE_HEAD
     date = datetime.date.today().isoformat()
-    path = ROOT / "data" / "measurements" / f"eagle3-data-curve-{date}{'' if args.epochs == 4 else f'-{args.epochs}ep'}.csv"
+    path = ROOT / "data" / "measurements" / f"eagle3-data-curve-{date}{recipe}.csv"
     rows.assign(hardware=hardware.describe(), date=date).to_csv(path, index=False)
     print(f"-> {path.relative_to(ROOT)}")
-    if args.epochs == 4 and len(args.sizes) >= 3:
+    if not recipe and len(args.sizes) >= 3:
         analyse(rows, args.goal, args.low)
 
 
@@ -184,22 +201,48 @@ def analyse(rows: pd.DataFrame, goal: float, low: float, k: int = 4) -> None:
     print(f"speed model: {source}")
 
 
-def steps_check(rows: pd.DataFrame, others: pd.DataFrame) -> None:
-    """The same line in ln(optimizer steps) instead of ln(sequences): fitted on the subsets (whose steps grow with
-    their data at 4 epochs), checked on heads trained with other epochs (``others``: rows like :func:`measure`'s
-    with ``training_steps``)."""
-    from helpers import data_curve
+def training_check(rows: pd.DataFrame, others: pd.DataFrame, goal: float, low: float, k: int = 4) -> None:
+    """The line in ln(optimizer steps) and in ln(training passes: sequences x epochs) instead of ln(sequences):
+    fitted on the subsets (whose steps, passes and sequences all grow together at 4 epochs and batch 8), checked on
+    heads trained with other epochs or batch sizes (``others``: rows like :func:`measure`'s). Then, from the head with
+    the most tokens per verify step, every prompt moved up by the same amount: the mean that meets the goal, the
+    passes the passes line puts it at, and the training time at that head's seconds per pass."""
+    from helpers import data_curve, speed_model
 
-    fitted = rows[rows["fitted"]].assign(prompt=lambda f: f["prompt_index"], sequences=lambda f: f["training_steps"])
-    curve = data_curve.fit(fitted)
-    print(f"in ln(steps), fitted on the subsets: slope {curve.slope:.3f} ({curve.slope_interval()[0]:.3f} .. "
-          f"{curve.slope_interval()[1]:.3f}, {curve.dof} dof)")
     others = others[~others["head"].isin(rows["head"])]  # a head measured in both files counts once
-    for name, group in pd.concat([rows[~rows["fitted"]], others]).groupby("head", sort=False):
-        steps = int(group["training_steps"].iloc[0])
-        mean, lo, hi = curve.interval(steps)
-        print(f"  {name} ({int(group['sequences'].iloc[0])} sequences, {steps} steps): predicted {mean:.2f} "
-              f"[{lo:.2f}, {hi:.2f}] from its steps, measured {group['tau'].mean():.2f}")
+    checked = pd.concat([rows[~rows["fitted"]], others], ignore_index=True)
+    units = {"steps": lambda f: f["training_steps"], "passes": lambda f: f["sequences"] * f["epochs"]}
+    lines = {}
+    for unit, of in units.items():
+        fitted = rows[rows["fitted"]].assign(prompt=lambda f: f["prompt_index"], sequences=of)
+        lines[unit] = curve = data_curve.fit(fitted)
+        print(f"in ln({unit}), fitted on the subsets: slope {curve.slope:.3f} ({curve.slope_interval()[0]:.3f} .. "
+              f"{curve.slope_interval()[1]:.3f}, {curve.dof} dof)")
+        for name, group in checked.groupby("head", sort=False):
+            at = int(of(group).iloc[0])
+            mean, lo, hi = curve.interval(at)
+            inside = "inside" if lo <= group["tau"].mean() <= hi else "OUTSIDE"
+            print(f"  {name} ({int(group['sequences'].iloc[0])} sequences x {int(group['epochs'].iloc[0])} epochs, "
+                  f"batch {int(group['batch'].iloc[0])}: {at} {unit}): predicted {mean:.2f} [{lo:.2f}, {hi:.2f}], "
+                  f"measured {group['tau'].mean():.2f}, {inside}")
+
+    costs, _ = speed_model.load_fitted("cpu")
+    best_name = checked.groupby("head")["tau"].mean().idxmax()
+    best = checked[checked["head"] == best_name].assign(prompt=lambda f: f["prompt_index"])
+    for shift in np.arange(0, k, 0.01):
+        p = speed_model.category_prediction(costs, best.assign(tau=(best["tau"] + shift).clip(1, k + 1)))
+        if p["speedup"] >= goal and p["low"] > low:
+            break
+    needed = float((best["tau"] + shift).clip(1, k + 1).mean())
+    per_pass = float((best["training_seconds"] / (best["sequences"] * best["epochs"])).iloc[0])
+    line = lines["passes"]
+    passes = [line.sequences_for(needed, b) for b in (line.slope, *reversed(line.slope_interval()))]
+    minutes = [n * per_pass / 60 for n in passes]
+    print(f"from {best_name} (mean {best['tau'].mean():.2f}), every prompt +{shift:.2f}: {p['speedup']:.2f}x "
+          f"[{p['low']:.2f}, {p['high']:.2f}]. {goal}x with a low end above {low}x needs a mean of {needed:.2f} "
+          f"tokens per verify step: {passes[0]:,.0f} passes on the passes line ({passes[1]:,.0f} .. {passes[2]:,.0f} "
+          f"at its slope's 95% CI ends; an extrapolation), {minutes[0]:.0f} ({minutes[1]:.0f} .. {minutes[2]:.0f}) "
+          f"minutes of training at {best_name}'s {per_pass:.3f} s a pass on this machine")
 
 
 if __name__ == "__main__":

@@ -126,7 +126,7 @@ def agreement(head, rows, feats, embed, to_draft, steps: int) -> dict[str, list[
 
 
 def train(steps: int, epochs: int, batch: int, lr: float, vocab: int, soft: bool, prompt_sets: tuple[str, ...],
-          name: str, out_dir: Path = DRAFTS_DIR, sequences: int | None = None) -> None:
+          name: str, out_dir: Path = DRAFTS_DIR, sequences: int | None = None, bf16: bool = False) -> None:
     from safetensors.torch import load_file
 
     torch.manual_seed(SEED)
@@ -177,7 +177,8 @@ def train(steps: int, epochs: int, batch: int, lr: float, vocab: int, soft: bool
             picked = order[first:first + batch]
             data = batch_tensors([train_rows[i] for i in picked], [train_feats[i] for i in picked], embed,
                                  to_draft, steps)
-            losses, _ = step_losses(head, data, to_draft, steps, soft)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                losses, _ = step_losses(head, data, to_draft, steps, soft)
             update(sum(0.8**s * value for s, value in enumerate(losses)), params, optimizer, schedule)
             step += 1
             if step % 20 == 0:
@@ -195,7 +196,7 @@ def train(steps: int, epochs: int, batch: int, lr: float, vocab: int, soft: bool
         "bytes_bf16": (out / "model.safetensors").stat().st_size,
         "training_steps": step, "epochs": epochs, "batch": batch, "learning_rate": lr, "ttt_steps": steps,
         "seed": SEED, "prompt_sets": list(prompt_sets), "training_sequences": len(train_rows),
-        "training_seconds": seconds,
+        "training_seconds": seconds, **({"autocast": "bfloat16"} if bf16 else {}),
         "heldout_top1_agreement_before": {c: v[0] for c, v in before.items()},
         "heldout_top1_agreement": {c: v[0] for c, v in after.items()},
         "heldout_agreement_by_draft_position": after,
@@ -220,6 +221,8 @@ def main() -> None:
                    help="prompt sets to learn from (helpers.training_prompts)")
     t.add_argument("--name", help="the head's folder and eagle3.json entry (default: eagle3-hard or eagle3-soft; the kit's head is eagle3)")
     t.add_argument("--sequences", type=int, help="learn from a seeded random subset of this many training answers")
+    t.add_argument("--bf16", action="store_true", help="forward passes under bfloat16 autocast (fast where the CPU "
+                   "has AVX512-BF16 or AMX; the weights and the optimizer stay float32)")
     t.add_argument("--out-dir", type=Path, default=DRAFTS_DIR, help="where the head and eagle3.json go (a re-run "
                    "to compare with the committed one: somewhere else)")
     args = parser.parse_args()
@@ -228,7 +231,7 @@ def main() -> None:
     else:
         name = args.name or ("eagle3-soft" if args.soft else "eagle3-hard")
         train(args.steps, args.epochs, args.batch, args.lr, args.vocab, args.soft, tuple(args.sets), name, args.out_dir,
-              args.sequences)
+              args.sequences, args.bf16)
 
 
 if __name__ == "__main__":
