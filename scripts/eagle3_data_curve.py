@@ -85,7 +85,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[93, 186, 371, 743])
     parser.add_argument("--epochs", type=int, default=4, help="epochs for the subsets (not 4: heads to check the "
-                        "line in ln(steps) on, written to a CSV of their own for --others)")
+                        "lines in ln(steps) and ln(passes) on, written to a CSV of their own for --others)")
     parser.add_argument("--batch", type=int, default=8, help="sequences per optimizer step for the subsets (not 8: "
                         "more steps for the same data and time, written to a CSV of their own for --others)")
     parser.add_argument("--bf16", action="store_true", help="train the subsets under bfloat16 autocast "
@@ -94,7 +94,7 @@ def main() -> None:
     parser.add_argument("--low", type=float, default=1.8)
     parser.add_argument("--analyse", type=Path, help="analyse a CSV this script wrote, without training or measuring")
     parser.add_argument("--others", type=Path, nargs="+", help="with --analyse: CSVs of other heads (e.g. other "
-                        "epochs) to check a line in ln(steps) on")
+                        "epochs or batch sizes) to check the lines in ln(steps) and ln(passes) on")
     args = parser.parse_args()
     if args.analyse:
         rows = pd.read_csv(args.analyse)
@@ -233,6 +233,9 @@ def training_check(rows: pd.DataFrame, others: pd.DataFrame, goal: float, low: f
         p = speed_model.category_prediction(costs, best.assign(tau=(best["tau"] + shift).clip(1, k + 1)))
         if p["speedup"] >= goal and p["low"] > low:
             break
+    else:
+        print(f"from {best_name}: {goal}x with a low end above {low}x is not reached with every prompt at up to k + 1")
+        return
     needed = float((best["tau"] + shift).clip(1, k + 1).mean())
     per_pass = float((best["training_seconds"] / (best["sequences"] * best["epochs"])).iloc[0])
     line = lines["passes"]
