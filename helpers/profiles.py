@@ -215,6 +215,17 @@ def for_card(profile: Profile, card_bytes: float) -> Profile:
     return replace(profile, engine_options={**profile.engine_options, "gpu_memory_utilization": fraction})
 
 
+def with_eagle_heads(profile: Profile, heads: dict[str, str] | list[str], name: str | None = None) -> Profile:
+    """The profile with only these EAGLE-3 heads, registered under a new name (``<profile>-heads`` unless ``name``
+    is given) so its engines are told apart from the profile's. ``heads``: name -> folder, or a list of ``NAME`` (a
+    head of the profile) and ``NAME=PATH`` (any other, e.g. a head under build/data-curve/)."""
+    if isinstance(heads, list):
+        heads = {n: path or profile.eagle_head(n) for n, _, path in (h.partition("=") for h in heads)}
+    changed = replace(profile, name=name or f"{profile.name}-heads", eagle_heads=dict(heads))
+    PROFILES[changed.name] = changed
+    return changed
+
+
 def profile_names() -> list[str]:
     return ["cpu", *PROFILES]
 

@@ -140,9 +140,11 @@ def training_prompts(seed: int = 0, prompt_set: str = "base") -> list[tuple[str,
     """(category, prompt) pairs of one set, shuffled with ``seed``.
 
     ``base``: the set every draft learns from (drafts/manifest.json). ``extra``: more subjects and phrasings, none
-    of them in ``base`` or ``data/prompts``, for the EAGLE-3 head (drafts/eagle3.json says which sets each head saw)."""
+    of them in ``base`` or ``data/prompts``, for the EAGLE-3 head (drafts/eagle3.json says which sets each head saw).
+    ``code``: Python, JavaScript and tests only (all structured), new subjects again."""
     structured, creative = {"base": (structured_prompts, creative_prompts),
-                            "extra": (extra_structured_prompts, extra_creative_prompts)}[prompt_set]
+                            "extra": (extra_structured_prompts, extra_creative_prompts),
+                            "code": (code_prompts, list)}[prompt_set]
     pairs = list(itertools.chain(
         (("structured", p) for p in structured()),
         (("creative", p) for p in creative()),
@@ -240,4 +242,100 @@ def extra_creative_prompts() -> list[str]:
     prompts += [f"Write the opening paragraph of a story about {who}." for who in EXTRA_CHARACTERS]
     prompts += [f"Tell a very short story about {who} and {topic}." for who, topic in zip(EXTRA_CHARACTERS, EXTRA_TOPICS)]
     prompts += [f"Brainstorm {what}." for what in EXTRA_BRAINSTORMS]
+    return prompts
+
+
+# The code set: Python first, since the suite's Python prompts are where the EAGLE-3 head accepts least
+# (docs/measurements.md, "What more training buys the EAGLE-3 head"). New subjects only: none of the base or
+# extra functions, and nothing about primes, Fibonacci numbers or stacks (the suite's code prompts).
+CODE_FUNCTIONS = [
+    "squares(n) that returns a list of the first n square numbers",
+    "evens(n) that returns a list of the first n even numbers",
+    "triangular(n) that returns a list of the first n triangular numbers",
+    "powers_of_two(n) that returns a list of the first n powers of two",
+    "collatz(n) that returns the Collatz sequence starting at n as a list",
+    "digits(n) that returns the digits of a non-negative integer as a list",
+    "is_leap_year(year) that returns True if the year is a leap year and False otherwise",
+    "is_perfect_square(n) that returns True if n is a perfect square and False otherwise",
+    "is_sorted(lst) that returns True if a list is sorted in ascending order and False otherwise",
+    "is_power_of_two(n) that returns True if n is a power of two and False otherwise",
+    "is_valid_email(s) that returns True if a string looks like an email address and False otherwise",
+    "is_pangram(s) that returns True if a sentence uses every letter of the alphabet and False otherwise",
+    "lcm(a, b) that returns the least common multiple of two integers",
+    "power(base, exp) that computes base to the power exp without using **",
+    "mean(nums) that returns the arithmetic mean of a list of numbers",
+    "variance(nums) that returns the variance of a list of numbers",
+    "clamp(x, low, high) that limits a number to a range",
+    "dot(a, b) that returns the dot product of two lists of numbers",
+    "matrix_multiply(a, b) that multiplies two matrices given as lists of lists",
+    "bubble_sort(lst) that sorts a list with bubble sort",
+    "insertion_sort(lst) that sorts a list with insertion sort",
+    "quick_sort(lst) that sorts a list with quicksort",
+    "merge_sort(lst) that sorts a list with merge sort",
+    "linear_search(lst, x) that returns the index of x in a list or -1",
+    "find_max(lst) that returns the largest item of a list without using max",
+    "count_words(s) that counts the words in a string",
+    "remove_duplicates(s) that removes repeated characters from a string, keeping the first of each",
+    "title_case(s) that capitalizes the first letter of every word",
+    "reverse_words(s) that reverses the order of the words in a sentence",
+    "longest_word(s) that returns the longest word in a sentence",
+    "char_frequency(s) that returns a dict of character counts",
+    "compress(s) that run-length encodes a string such as aaabb to a3b2",
+    "to_binary(n) that converts a non-negative integer to a binary string",
+    "from_binary(s) that converts a binary string to an integer",
+    "int_to_roman(n) that converts an integer to a Roman numeral",
+    "zip_lists(a, b) that pairs up the items of two lists into a list of tuples",
+    "group_by_length(words) that groups words into a dict keyed by their length",
+    "invert_dict(d) that swaps the keys and values of a dict",
+    "merge_dicts(a, b) that merges two dicts, the second winning on repeated keys",
+    "filter_even(nums) that returns only the even numbers of a list",
+    "sum_of_squares(nums) that returns the sum of the squares of a list",
+    "pairwise_sums(nums, target) that returns every pair of numbers that adds up to target",
+    "moving_average(nums, window) that returns the moving averages of a list",
+    "cumulative_sum(nums) that returns the running totals of a list",
+    "top_k(nums, k) that returns the k largest numbers of a list in descending order",
+    "count_lines(path) that counts the lines of a text file",
+    "write_json(path, data) that writes a dict to a JSON file",
+    "read_json(path) that reads a JSON file and returns its content",
+    "days_between(a, b) that returns the number of days between two dates",
+    "seconds_to_hms(seconds) that formats a number of seconds as HH:MM:SS",
+    "validate_password(p) that checks that a password has at least 8 characters, a digit and a capital letter",
+    "parse_query_string(qs) that parses a URL query string into a dict",
+    "hamming_distance(a, b) that counts the positions where two strings differ",
+    "levenshtein(a, b) that returns the edit distance between two strings",
+]
+CODE_PYTHON_ASKS = [
+    "Write a Python function {spec}.",
+    "Write a Python function called {spec}.",
+    "Write a Python function {spec}, with a docstring and type hints.",
+    "Write a Python function {spec}, and show an example call.",
+    "Implement {spec} in Python.",
+    "Write a short Python function {spec}. Return only the code.",
+]
+CODE_CLASSES = {
+    "Deque": "append_left, append_right, pop_left and pop_right",
+    "Account": "deposit, withdraw and get_balance",
+    "Vector2D": "add, subtract, scale and length",
+    "Circle": "area, perimeter and contains_point",
+    "PriorityQueue": "push, pop, peek and is_empty",
+    "LRUCache": "get and put",
+    "Book": "checkout, return_book and is_available",
+    "Temperature": "to_celsius, to_fahrenheit and to_kelvin",
+    "Student": "add_grade, average and best_grade",
+    "Tree": "insert, contains and in_order",
+    "Set": "add, remove, contains and size",
+    "Calendar": "add_event, remove_event and events_on",
+}
+CODE_CLASS_ASKS = [
+    "Write a Python class called {name} with methods {methods}.",
+    "Write a Python class {name} that has the methods {methods}, with docstrings.",
+    "Write a Python dataclass called {name} and add the methods {methods}.",
+]
+
+
+def code_prompts() -> list[str]:
+    prompts = [ask.format(spec=spec) for spec in CODE_FUNCTIONS for ask in CODE_PYTHON_ASKS]
+    prompts += [f"Write a JavaScript function {spec}." for spec in CODE_FUNCTIONS]
+    prompts += [f"Write pytest tests for a Python function {spec}." for spec in CODE_FUNCTIONS]
+    prompts += [ask.format(name=name, methods=methods) for name, methods in CODE_CLASSES.items() for ask in CODE_CLASS_ASKS]
     return prompts

@@ -28,7 +28,6 @@ import datetime
 import json
 import os
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -39,25 +38,31 @@ OUT = ROOT / "build" / "data-curve"
 N_PROMPTS, MAX_TOKENS = 8, 64  # notebook 04's timed structured prompts and answer length (full mode)
 
 
-def recipe_suffix(epochs: int, batch: int, bf16: bool = False) -> str:
-    """How a head's recipe differs from the curve's (4 epochs, batch 8, float32), for its name and its CSV's."""
-    return ("" if epochs == 4 else f"-{epochs}ep") + ("" if batch == 8 else f"-b{batch}") + ("-bf16" if bf16 else "")
+SETS = ("base", "extra")  # the prompt sets of the curve's recipe (and of the committed head)
 
 
-def head_name(n: int, epochs: int, batch: int = 8, bf16: bool = False) -> str:
-    return f"eagle3-{n}{recipe_suffix(epochs, batch, bf16)}"
+def recipe_suffix(epochs: int, batch: int, bf16: bool = False, sets: tuple[str, ...] = SETS) -> str:
+    """How a head's recipe differs from the curve's (4 epochs, batch 8, float32, base + extra sets), for its name and
+    its CSV's."""
+    return ("" if epochs == 4 else f"-{epochs}ep") + ("" if batch == 8 else f"-b{batch}") + ("-bf16" if bf16 else "") \
+        + "".join(f"-{s}" for s in sets if s not in SETS)
 
 
-def train_subsets(sizes: list[int], epochs: int = 4, batch: int = 8, bf16: bool = False) -> dict[str, dict]:
+def head_name(n: int, epochs: int, batch: int = 8, bf16: bool = False, sets: tuple[str, ...] = SETS) -> str:
+    return f"eagle3-{n}{recipe_suffix(epochs, batch, bf16, sets)}"
+
+
+def train_subsets(sizes: list[int], epochs: int = 4, batch: int = 8, bf16: bool = False,
+                  sets: tuple[str, ...] = SETS) -> dict[str, dict]:
     sys.path.insert(0, str(ROOT / "scripts"))
     import train_eagle3
 
     manifest = OUT / "eagle3.json"
     for n in sizes:
-        name = head_name(n, epochs, batch, bf16)
+        name = head_name(n, epochs, batch, bf16, sets)
         if name not in (json.loads(manifest.read_text()) if manifest.exists() else {}):
             train_eagle3.train(steps=4, epochs=epochs, batch=batch, lr=2e-3, vocab=8192, soft=True,
-                               prompt_sets=("base", "extra"), name=name, out_dir=OUT, sequences=n, bf16=bf16)
+                               prompt_sets=sets, name=name, out_dir=OUT, sequences=n, bf16=bf16)
     return json.loads(manifest.read_text())
 
 
@@ -69,8 +74,7 @@ def measure(heads: dict[str, str]) -> pd.DataFrame:
     from helpers.workloads import prompts
 
     cpu = profiles.get_profile("cpu")
-    # a profile like cpu whose EAGLE-3 heads are the ones measured here
-    profiles.PROFILES["cpu-data-curve"] = replace(cpu, name="cpu-data-curve", eagle_heads=heads)
+    profiles.with_eagle_heads(cpu, heads, "cpu-data-curve")  # a profile like cpu whose heads are the ones measured here
     frames = []
     for name in heads:
         spec = EngineSpec("cpu-data-curve", "eagle3", k=cpu.k, draft=name)
@@ -90,6 +94,8 @@ def main() -> None:
                         "more steps for the same data and time, written to a CSV of their own for --others)")
     parser.add_argument("--bf16", action="store_true", help="train the subsets under bfloat16 autocast "
                         "(train_eagle3.py --bf16), written to a CSV of their own for --others")
+    parser.add_argument("--sets", nargs="+", default=list(SETS), help="prompt sets the subsets learn from (not base "
+                        "and extra: e.g. base extra code, written to a CSV of their own for --others)")
     parser.add_argument("--goal", type=float, default=2.0)
     parser.add_argument("--low", type=float, default=1.8)
     parser.add_argument("--analyse", type=Path, help="analyse a CSV this script wrote, without training or measuring")
@@ -107,10 +113,11 @@ def main() -> None:
     from helpers import hardware
     from helpers.models import DEFAULT_EAGLE_HEAD, DRAFTS_DIR, read_eagle_manifest
 
-    recipe = recipe_suffix(args.epochs, args.batch, args.bf16)
-    subsets = train_subsets(args.sizes, args.epochs, args.batch, args.bf16)
+    sets = tuple(args.sets)
+    recipe = recipe_suffix(args.epochs, args.batch, args.bf16, sets)
+    subsets = train_subsets(args.sizes, args.epochs, args.batch, args.bf16, sets)
     committed = read_eagle_manifest()[DEFAULT_EAGLE_HEAD]
-    entries = {**{name: subsets[name] for name in (head_name(n, args.epochs, args.batch, args.bf16) for n in args.sizes)},
+    entries = {**{name: subsets[name] for name in (head_name(n, args.epochs, args.batch, args.bf16, sets) for n in args.sizes)},
                DEFAULT_EAGLE_HEAD: committed}
     paths = {name: str((OUT if name != DEFAULT_EAGLE_HEAD else DRAFTS_DIR) / e["dir"]) for name, e in entries.items()}
     rows = measure(paths)

@@ -20,7 +20,7 @@ os.environ.setdefault("SPECDEC_MAX_ENGINES", "8")  # keep every arm live: a rebu
 import pandas as pd  # noqa: E402
 
 from helpers.engines import EngineSpec, suffix_available  # noqa: E402
-from helpers.profiles import active_profile  # noqa: E402
+from helpers.profiles import active_profile, with_eagle_heads  # noqa: E402
 from helpers.results import markdown  # noqa: E402
 from helpers.timing import paired_runs, run, sampling_params, summarize, warm_kinds  # noqa: E402
 from helpers.workloads import agent_loop_prompts, prompts  # noqa: E402
@@ -38,9 +38,14 @@ def main() -> None:
                         help="suite categories, or agent_loop (data/workloads/agent_loop.jsonl, in its order)")
     parser.add_argument("--eagle-k", type=int, nargs="+", default=[4])
     parser.add_argument("--methods", nargs="+", default=["draft_model", "eagle3", "ngram", "suffix"])
+    parser.add_argument("--eagle-heads", nargs="+", metavar="NAME[=PATH]",
+                        help="the EAGLE-3 heads to time (default: every head of the profile): a head of the profile "
+                             "by name, or another by NAME=PATH (a folder, e.g. a head under build/data-curve/)")
     parser.add_argument("--out", default="methods", help="build/results/OUT.csv")
     args = parser.parse_args()
     profile = active_profile()
+    if args.eagle_heads:
+        profile = with_eagle_heads(profile, args.eagle_heads)  # one engine name per head, apart from the profile's
     baseline = EngineSpec(profile.name)
     arms = [EngineSpec(profile.name, "draft_model", k=profile.k),
             *(EngineSpec(profile.name, "eagle3", k=k, draft=head) for head in profile.eagle_heads for k in args.eagle_k),

@@ -1,7 +1,7 @@
 """Distil the `cpu` profile's drafts from the SmolLM2-135M-Instruct target, on the CPU.
 
 Stage 1 (``generate``): the target answers the template prompts of
-``helpers.training_prompts`` (the base set, then the extra set the EAGLE-3 head also learns from) through vLLM
+``helpers.training_prompts`` (the base set, then the extra and code sets only EAGLE-3 heads learn from) through vLLM
 (greedy, plus one sample at temperature 0.8),
 written to ``build/train/completions.jsonl``.
 Stage 2 (``train``): for each depth, a draft is initialised from the target's first layers
@@ -33,7 +33,7 @@ COMPLETIONS = WORK / "completions.jsonl"
 FEATURES = WORK / "eagle3_features.pt"
 SEED = 1234
 MAX_TOKENS = 192
-PROMPT_SETS = ("base", "extra")
+PROMPT_SETS = ("base", "extra", "code")
 
 
 def generate() -> None:
@@ -46,7 +46,7 @@ def generate() -> None:
     WORK.mkdir(parents=True, exist_ok=True)
     llm = LLM(model=str(TARGET_DIR), **engine_kwargs(max_model_len=2048))
     rows = []
-    # the base set first, as it always was (the small drafts learn from it alone), then the extra set
+    # the base set first, as it always was (the small drafts learn from it alone), then the extra and code sets
     for set_name in PROMPT_SETS:
         pairs = training_prompts(SEED, set_name)
         messages = [[{"role": "user", "content": p}] for _, p in pairs]

@@ -2,7 +2,15 @@
 
 import pytest
 
-from helpers.profiles import MARGIN_BYTES, PROFILES, first_divergence, for_card, get_profile, memory_fraction
+from helpers.profiles import (
+    MARGIN_BYTES,
+    PROFILES,
+    first_divergence,
+    for_card,
+    get_profile,
+    memory_fraction,
+    with_eagle_heads,
+)
 from helpers.vram import budget
 
 GB = 1e9
@@ -126,3 +134,18 @@ def test_calibration_drafts_are_the_default_and_the_soft_label_ones():
     assert talk.calibration_drafts == [talk.default_draft]
     cpu = replace(talk, drafts={"2l": "a", "1l": "b", "2l-soft": "c"}, default_draft="2l")
     assert cpu.calibration_drafts == ["2l", "2l-soft"]
+
+
+def test_a_profile_with_other_eagle_heads_keeps_the_rest_and_gets_its_own_name():
+    cpu = get_profile("cpu")
+    try:
+        changed = with_eagle_heads(cpu, ["eagle3", "new=/somewhere/new-head"])
+        assert changed.name == "cpu-heads" and PROFILES["cpu-heads"] is changed  # engines keyed apart from cpu's
+        assert changed.eagle_heads == {"eagle3": cpu.eagle_head("eagle3"), "new": "/somewhere/new-head"}
+        assert changed.target == cpu.target and changed.k == cpu.k
+        assert with_eagle_heads(cpu, {"a": "/a"}, "cpu-x").eagle_heads == {"a": "/a"}
+        with pytest.raises(ValueError, match="no EAGLE-3 head 'missing'"):
+            with_eagle_heads(cpu, ["missing"])
+    finally:
+        PROFILES.pop("cpu-heads", None)
+        PROFILES.pop("cpu-x", None)

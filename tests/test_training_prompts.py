@@ -16,10 +16,11 @@ def suite_prompts() -> set[str]:
 
 
 def test_the_sets_are_disjoint_from_each_other_and_from_the_suite():
-    base, extra = ({p for _, p in training_prompts(1, s)} for s in ("base", "extra"))
-    assert base and extra and not base & extra
-    assert not (base | extra) & suite_prompts()
+    base, extra, code = ({p for _, p in training_prompts(1, s)} for s in ("base", "extra", "code"))
+    assert base and extra and code and not base & extra and not (base | extra) & code
+    assert not (base | extra | code) & suite_prompts()
     assert {c for c, _ in training_prompts(1, "extra")} == {"structured", "creative"}
+    assert {c for c, _ in training_prompts(1, "code")} == {"structured"}
 
 
 def test_rows_are_read_by_set(tmp_path, monkeypatch):
