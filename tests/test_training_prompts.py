@@ -43,7 +43,8 @@ def test_soft_labels_come_from_the_features_at_the_answer_positions(tmp_path, mo
 
     rows = [{"prompt": "a", "temperature": 0.0, "set": "base", "prompt_token_ids": [1, 2, 3], "token_ids": [4, 5]},
             {"prompt": "a", "temperature": 0.8, "set": "base", "prompt_token_ids": [1, 2, 3], "token_ids": [6]},
-            {"prompt": "b", "temperature": 0.0, "set": "extra", "prompt_token_ids": [1], "token_ids": [7, 8, 9]}]
+            {"prompt": "b", "temperature": 0.0, "set": "extra", "prompt_token_ids": [1], "token_ids": [7, 8, 9]},
+            {"prompt": "c", "temperature": 0.0, "set": "code", "prompt_token_ids": [1, 2], "token_ids": [3]}]
     path = tmp_path / "completions.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     # the features of each sequence: top ids at position t are (10 t + the row's number), one per position
