@@ -200,6 +200,21 @@ def running_servers() -> list[Server]:
     return [s for s in list(_running) if s.running]
 
 
+def start_together(*servers: Server) -> tuple[Server, ...]:
+    """Launch every server, then wait for each: their start-ups (mostly vLLM's imports, on one core each) overlap.
+    On any failure all of them are stopped. Pass ``exclusive=False`` servers: they run at the same time."""
+    try:
+        for server in servers:
+            server.launch()
+        for server in servers:
+            server.wait()
+    except BaseException:
+        for server in servers:
+            server.stop()
+        raise
+    return servers
+
+
 def stop_all() -> int:
     """Stop every server this process started (one whose variable was lost included); returns how many."""
     servers = running_servers()
@@ -249,6 +264,7 @@ class Server:
         self.startup_s: float | None = None
         self._finalizer: weakref.finalize | None = None
         self.sampling = None  # set at start: whether its engine process verifies sampled requests correctly
+        self._launched: tuple[float, Path] | None = None  # (when, status file) from launch() until wait()
 
     @classmethod
     def from_url(cls, base_url: str, model: str | None = None, timeout_s: float = 10.0) -> Server:
@@ -258,7 +274,7 @@ class Server:
         server.model, server.method, server.name = model, None, "external"
         server.owned = False
         server.process = server.pgid = server.startup_s = server._finalizer = None
-        server.log_path = server.sampling = None  # someone else's server: its sampling is theirs to know
+        server.log_path = server.sampling = server._launched = None  # someone else's server: its sampling is theirs to know
         deadline = time.monotonic() + timeout_s
         while not is_healthy(server.base_url):
             if time.monotonic() > deadline:
@@ -280,6 +296,11 @@ class Server:
 
     def start(self) -> Server:
         """Start the server and wait until ``GET /health`` answers 200; on any failure nothing is left running."""
+        return self.launch().wait()
+
+    def launch(self) -> Server:
+        """Start the server's process without waiting for it to be healthy (:meth:`wait` does; :func:`start_together`
+        starts several so, their imports overlapping on the CPU's cores)."""
         if not self.owned or self.running:
             return self
         others = [s for s in running_servers() if s is not self]
@@ -304,6 +325,16 @@ class Server:
         self.pgid = self.process.pid  # start_new_session: the server leads its own session and process group
         self._finalizer = weakref.finalize(self, stop_group, self.process, self.pgid, EXIT_STOP_TIMEOUT_S)
         _running.add(self)
+        self._launched = (started, status_file)
+        return self
+
+    def wait(self) -> Server:
+        """Wait until a launched server answers ``GET /health``; on any failure nothing of it is left running."""
+        if self._launched is None:  # not launched, or already waited for
+            return self
+        from helpers import cpu_expand_fix
+
+        (started, status_file), self._launched = self._launched, None
         try:
             self._wait_healthy(started)
         except BaseException:  # KeyboardInterrupt included: never leave a half-started server

@@ -6,7 +6,8 @@ Spies on vLLM's model runner (the CPU runner inherits these from ``GPUModelRunne
 (input preparation, logits), ``_sample`` (sampler / rejection sampler), ``propose_draft_token_ids`` (the drafter),
 the rest of ``sample_tokens`` (bookkeeping), and what is left of the step's period (scheduler, output processing,
 detokenisation: the time from one step's start to the next's). A step is a decode step when it schedules at most
-k + 1 tokens per request; prefill steps are left out. Prints one row per arm, category and temperature (ms per
+k + 1 tokens per request; prefill steps are left out. The arms take turns prompt by prompt (every engine stays
+live), so that a machine whose speed drifts over minutes slows them alike. Prints one row per arm, category and temperature (ms per
 decode step; ratios against the baseline of the same category and temperature) and what tokens per verify step each
 arm would need for ``--target``x; writes build/results/step_breakdown.csv, and every decode step (with ``verified``:
 whether the rejection sampler ran) to build/results/step_breakdown_steps.csv.
@@ -22,9 +23,9 @@ from pathlib import Path
 import pandas as pd
 from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 
-from helpers import hardware
+from helpers import engines, hardware
 from helpers.engines import EngineSpec
-from helpers.profiles import active_profile
+from helpers.profiles import active_profile, with_eagle_heads
 from helpers.results import markdown
 from helpers.timing import run, sampling_params
 from helpers.workloads import prompts
@@ -54,18 +55,36 @@ def spy(name: str):
     setattr(GPUModelRunner, name, timed)
 
 
-def measure(spec: EngineSpec, category: str, chosen: list[str], params, decode_limit: int, per_step: list) -> dict:
-    run(spec, chosen[:1], params)  # warm-up: the engine is built and its first request is not timed
-    rows, tokens, accepted, drafts = [], 0, 0, 0
-    for prompt in chosen:
-        steps.clear()
-        result = run(spec, [prompt], params)
-        ends = [s["start"] for s in steps[1:]]  # a step's period ends where the next one starts
-        rows += [dict(s, period_ms=1000 * (end - s["start"])) for s, end in zip(steps, ends)
-                 if 0 < s["tokens"] <= decode_limit]
-        tokens += len(result["outputs"][0].outputs[0].token_ids)
-        accepted, drafts = accepted + result["counters"].accepted, drafts + result["counters"].draft_tokens
-    frame = pd.DataFrame(rows).fillna(0.0)
+def run_prompt(spec: EngineSpec, prompt: str, params, decode_limit: int) -> tuple[list[dict], object]:
+    """One request; its decode steps (with each step's period) and vLLM's output."""
+    steps.clear()
+    result = run(spec, [prompt], params)
+    ends = [s["start"] for s in steps[1:]]  # a step's period ends where the next one starts
+    return [dict(s, period_ms=1000 * (end - s["start"])) for s, end in zip(steps, ends)
+            if 0 < s["tokens"] <= decode_limit], result
+
+
+def measure(arms: list[EngineSpec], category: str, chosen: list[str], params, k: int, per_step: list) -> list[dict]:
+    """Every arm on every prompt, interleaved: prompt by prompt, each arm in turn (the order rotating), so that a
+    machine whose speed drifts over minutes (shared hosts do) slows every arm alike instead of whichever ran then."""
+    engines.MAX_LIVE = max(engines.MAX_LIVE, len(arms))  # every arm's engine stays live between its turns
+    for spec in arms:
+        run(spec, chosen[:1], params)  # warm-up: the engine is built and its first request is not timed
+    seen = {spec: {"rows": [], "tokens": 0, "accepted": 0, "drafts": 0} for spec in arms}
+    for turn, prompt in enumerate(chosen):
+        for spec in arms[turn % len(arms):] + arms[:turn % len(arms)]:
+            rows, result = run_prompt(spec, prompt, params, 1 if spec.method == "baseline" else k + 1)
+            arm = seen[spec]
+            arm["rows"] += [dict(r, prompt=turn) for r in rows]
+            arm["tokens"] += len(result["outputs"][0].outputs[0].token_ids)
+            arm["accepted"] += result["counters"].accepted
+            arm["drafts"] += result["counters"].draft_tokens
+    engines.shutdown_engine()
+    return [summarize_arm(spec, seen[spec], category, params, len(chosen), per_step) for spec in arms]
+
+
+def summarize_arm(spec: EngineSpec, arm: dict, category: str, params, n_prompts: int, per_step: list) -> dict:
+    frame = pd.DataFrame(arm["rows"]).fillna(0.0)
     frame["prep_and_logits_ms"] = frame["execute_model_ms"] - frame["target_forward_ms"]
     frame["bookkeeping_ms"] = frame["sample_tokens_ms"] - frame["sampler_ms"] - frame.get("draft_ms", 0.0)
     frame["scheduler_and_output_ms"] = frame["period_ms"] - frame["execute_model_ms"] - frame["sample_tokens_ms"]
@@ -77,8 +96,8 @@ def measure(spec: EngineSpec, category: str, chosen: list[str], params, decode_l
     out |= {c: round(frame[c].mean(), 2) if c in frame else 0.0 for c in cols}
     # tokens per decode step: every request's tokens after the first (the prefill step writes one), over its decode
     # steps (each request's last step has no next start to time it, but it wrote tokens: it counts here)
-    out["tokens_per_step"] = round((tokens - len(chosen)) / (len(frame) + len(chosen)), 3)
-    out["acceptance_rate"] = round(accepted / drafts, 3) if drafts else None
+    out["tokens_per_step"] = round((arm["tokens"] - n_prompts) / (len(frame) + n_prompts), 3)
+    out["acceptance_rate"] = round(arm["accepted"] / arm["drafts"], 3) if arm["drafts"] else None
     return out
 
 
@@ -91,11 +110,15 @@ def main() -> None:
     parser.add_argument("--categories", nargs="+", default=["structured"])
     parser.add_argument("--temperatures", nargs="+", type=float, default=[0.0])
     parser.add_argument("--methods", nargs="+", default=["baseline", "draft_model", "eagle3", "ngram"],
-                        help="baseline first; eagle3 runs every head of the profile")
+                        help="baseline first; eagle3 runs every head of the profile (or of --eagle-heads)")
+    parser.add_argument("--eagle-heads", nargs="+", metavar="NAME[=PATH]",
+                        help="the EAGLE-3 heads to time: a head of the profile by name, or another by NAME=PATH")
     args = parser.parse_args()
     for name in ("execute_model", "sample_tokens", *PARTS):
         spy(name)
     profile = active_profile()
+    if args.eagle_heads:
+        profile = with_eagle_heads(profile, args.eagle_heads)
     arms = []
     for method in args.methods:
         if method == "baseline":
@@ -108,8 +131,7 @@ def main() -> None:
     for category in args.categories:
         for temperature in args.temperatures:
             chosen, params = prompts(category, args.prompts), sampling_params(temperature, args.max_tokens)
-            table = pd.DataFrame([measure(spec, category, chosen, params,
-                                          1 if spec.method == "baseline" else args.k + 1, per_step) for spec in arms])
+            table = pd.DataFrame(measure(arms, category, chosen, params, args.k, per_step))
             base = table["period_ms"].iloc[0] / table["tokens_per_step"].iloc[0]
             table["step_cost_ratio"] = (table["period_ms"] / table["period_ms"].iloc[0]).round(3)
             table["decode_speedup"] = (base * table["tokens_per_step"] / table["period_ms"]).round(3)

@@ -391,6 +391,20 @@ def test_slow_start_is_waited_for(tmp_path):
         assert server.startup_s >= 1.5 and server.healthy()
 
 
+def test_started_together_their_start_ups_overlap_and_a_failure_stops_all(tmp_path):
+    slow = [make(tmp_path, "--delay", "1.5", exclusive=False) for _ in range(2)]
+    started = time.monotonic()
+    serving.start_together(*slow)
+    assert time.monotonic() - started < 2.9  # waited for together, not one after the other (3 s)
+    assert all(s.healthy() and s.startup_s >= 1.5 for s in slow)
+    for server in slow:
+        server.stop()
+    fine, failing = make(tmp_path, exclusive=False), make(tmp_path, "--fail", exclusive=False)
+    with pytest.raises(ServerError, match="exited with code 3"):
+        serving.start_together(fine, failing)
+    assert gone(fine.pgid) and gone(failing.pgid) and serving.running_servers() == []
+
+
 def test_exit_before_healthy_shows_the_log(tmp_path):
     server = make(tmp_path, "--fail")
     with pytest.raises(ServerError, match=r"(?s)exited with code 3 before it was healthy.*stand-in failure"):
