@@ -282,7 +282,7 @@ def measure(profile: Profile, workload: Workload, methods: Sequence[str] | None 
     of two servers measured one after the other. Only one server works at a time: an idle server took about 2% of
     one core here (0.4 s of CPU in 20 s, the cpu profile's draft-model server).
 
-    Without ``base_urls`` the servers are started here one after another on 127.0.0.1, ports ``port``,
+    Without ``base_urls`` the servers are started here together on 127.0.0.1, ports ``port``,
     ``port + 1``, ..., with the profile's k and default draft, and all stopped at the end, also on an error or an
     interrupted cell; with ``base_urls`` the deployment's servers are health-checked first and never started or
     stopped. ``server_options`` go to ``serving.Server`` (e.g. ``tensor_parallel_size``), ``bench_options`` to
@@ -309,8 +309,10 @@ def measure(profile: Profile, workload: Workload, methods: Sequence[str] | None 
     rows = []
     try:
         with contextlib.ExitStack() as stack:
+            if base_urls is None:  # launched together, their start-ups overlap; nothing is measured before all are up
+                serving.start_together(*servers.values())
             for server in servers.values():
-                stack.enter_context(server)  # started one at a time; stopped, all, at the end of the block
+                stack.enter_context(server)  # stopped, all, at the end of the block
             client = stack.enter_context(bench.BenchClient())
             for repetition in range(repetitions):
                 order = methods[repetition % len(methods):] + methods[:repetition % len(methods)]

@@ -319,12 +319,27 @@ class FakeServer:
         cls.events.append(("checked", url))
         return server
 
-    def __enter__(self):
-        self.events.append(("start", self.method))
+    started = False
+
+    def launch(self):
+        self.events.append(("launch", self.method))
         return self
 
+    def wait(self):
+        self.events.append(("healthy", self.method))
+        self.started = True
+        return self
+
+    def stop(self):
+        if self.started:
+            self.events.append(("stop", self.method))
+            self.started = False
+
+    def __enter__(self):
+        return self if self.started else self.launch().wait()
+
     def __exit__(self, *exc):
-        self.events.append(("stop", self.method))
+        self.stop()
 
 
 def fake_bench(fail_on=None):
@@ -377,7 +392,8 @@ def test_measure_interleaves_the_servers_runs_and_writes_tidy_rows(stand_ins, tm
     workload = served.prepare(pasted="a b\nc d", **PLAN)
     table = served.measure(PROFILE, workload, ("baseline", "ngram"), [1, 4], 2, result_dir=tmp_path, progress=False)
     assert runs.warmups == [1, 1] + [0] * 6  # warm-up requests in each server's first run only
-    assert FakeServer.events == [("start", "baseline"), ("start", "ngram"), ("stop", "ngram"), ("stop", "baseline")]
+    assert FakeServer.events == [("launch", "baseline"), ("launch", "ngram"), ("healthy", "baseline"),  # together
+                                 ("healthy", "ngram"), ("stop", "ngram"), ("stop", "baseline")]
     assert len(table) == 2 * 2 * 2
     assert list(table[["method", "repetition", "concurrency"]].itertuples(index=False, name=None)) == [
         ("baseline", 0, 1), ("ngram", 0, 1), ("baseline", 0, 4), ("ngram", 0, 4),  # the methods take turns,
