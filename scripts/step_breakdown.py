@@ -7,7 +7,8 @@ Spies on vLLM's model runner (the CPU runner inherits these from ``GPUModelRunne
 the rest of ``sample_tokens`` (bookkeeping), and what is left of the step's period (scheduler, output processing,
 detokenisation: the time from one step's start to the next's). A step is a decode step when it schedules at most
 k + 1 tokens per request; prefill steps are left out. The arms take turns prompt by prompt (every engine stays
-live), so that a machine whose speed drifts over minutes slows them alike. Prints one row per arm, category and temperature (ms per
+live), so that a machine whose speed drifts over minutes slows them alike; the same pairs give each arm's end-to-end
+speedup per prompt, with the interval over prompts. Prints one row per arm, category and temperature (ms per
 decode step; ratios against the baseline of the same category and temperature) and what tokens per verify step each
 arm would need for ``--target``x; writes build/results/step_breakdown.csv, and every decode step (with ``verified``:
 whether the rejection sampler ran) to build/results/step_breakdown_steps.csv.
@@ -27,7 +28,7 @@ from helpers import engines, hardware
 from helpers.engines import EngineSpec
 from helpers.profiles import active_profile, with_eagle_heads
 from helpers.results import markdown
-from helpers.timing import run, sampling_params
+from helpers.timing import request_timing, run, sampling_params, speedup_interval
 from helpers.workloads import prompts
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,23 +65,39 @@ def run_prompt(spec: EngineSpec, prompt: str, params, decode_limit: int) -> tupl
             if 0 < s["tokens"] <= decode_limit], result
 
 
-def measure(arms: list[EngineSpec], category: str, chosen: list[str], params, k: int, per_step: list) -> list[dict]:
+def measure(arms: list[EngineSpec], category: str, chosen: list[str], params, k: int, per_step: list,
+            repetitions: int = 1) -> list[dict]:
     """Every arm on every prompt, interleaved: prompt by prompt, each arm in turn (the order rotating), so that a
-    machine whose speed drifts over minutes (shared hosts do) slows every arm alike instead of whichever ran then."""
+    machine whose speed drifts over minutes (shared hosts do) slows every arm alike instead of whichever ran then.
+    Besides the step parts, each arm's end-to-end speedup over the baseline (the first arm): per prompt the median
+    over repetitions of baseline time / arm time for the same request, with the interval over prompts."""
     engines.MAX_LIVE = max(engines.MAX_LIVE, len(arms))  # every arm's engine stays live between its turns
     for spec in arms:
         run(spec, chosen[:1], params)  # warm-up: the engine is built and its first request is not timed
-    seen = {spec: {"rows": [], "tokens": 0, "accepted": 0, "drafts": 0} for spec in arms}
-    for turn, prompt in enumerate(chosen):
-        for spec in arms[turn % len(arms):] + arms[:turn % len(arms)]:
-            rows, result = run_prompt(spec, prompt, params, 1 if spec.method == "baseline" else k + 1)
-            arm = seen[spec]
-            arm["rows"] += [dict(r, prompt=turn) for r in rows]
-            arm["tokens"] += len(result["outputs"][0].outputs[0].token_ids)
-            arm["accepted"] += result["counters"].accepted
-            arm["drafts"] += result["counters"].draft_tokens
+    seen = {spec: {"rows": [], "tokens": 0, "accepted": 0, "drafts": 0, "e2e_s": {}} for spec in arms}
+    turn = 0
+    for repetition in range(repetitions):
+        for index, prompt in enumerate(chosen):
+            for spec in arms[turn % len(arms):] + arms[:turn % len(arms)]:
+                rows, result = run_prompt(spec, prompt, params, 1 if spec.method == "baseline" else k + 1)
+                arm = seen[spec]
+                arm["rows"] += [dict(r, prompt=index, repetition=repetition) for r in rows]
+                arm["tokens"] += len(result["outputs"][0].outputs[0].token_ids)
+                arm["accepted"] += result["counters"].accepted
+                arm["drafts"] += result["counters"].draft_tokens
+                arm["e2e_s"][repetition, index] = request_timing(result["outputs"][0])["e2e_s"]
+            turn += 1
     engines.shutdown_engine()
-    return [summarize_arm(spec, seen[spec], category, params, len(chosen), per_step) for spec in arms]
+    base = seen[arms[0]]["e2e_s"]
+    out = []
+    for spec in arms:
+        row = summarize_arm(spec, seen[spec], category, params, len(chosen) * repetitions, per_step)
+        pairs = seen[spec]["e2e_s"]
+        gain = speedup_interval([base[key] / pairs[key] for key in pairs], [index for _, index in pairs])
+        out.append(row | {"e2e_speedup": round(gain["speedup"], 3), "e2e_low": round(gain["low"], 3),
+                          "e2e_high": round(gain["high"], 3), "e2e_interval": gain["interval"],
+                          "repetitions": repetitions})
+    return out
 
 
 def summarize_arm(spec: EngineSpec, arm: dict, category: str, params, n_prompts: int, per_step: list) -> dict:
@@ -105,6 +122,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--prompts", type=int, default=8)
     parser.add_argument("--max-tokens", type=int, default=64)
+    parser.add_argument("--repetitions", type=int, default=1, help="passes over the prompts, every arm each time")
     parser.add_argument("--k", type=int, default=4)
     parser.add_argument("--target", type=float, default=2.0)
     parser.add_argument("--categories", nargs="+", default=["structured"])
@@ -131,7 +149,7 @@ def main() -> None:
     for category in args.categories:
         for temperature in args.temperatures:
             chosen, params = prompts(category, args.prompts), sampling_params(temperature, args.max_tokens)
-            table = pd.DataFrame(measure(arms, category, chosen, params, args.k, per_step))
+            table = pd.DataFrame(measure(arms, category, chosen, params, args.k, per_step, args.repetitions))
             base = table["period_ms"].iloc[0] / table["tokens_per_step"].iloc[0]
             table["step_cost_ratio"] = (table["period_ms"] / table["period_ms"].iloc[0]).round(3)
             table["decode_speedup"] = (base * table["tokens_per_step"] / table["period_ms"]).round(3)
