@@ -91,7 +91,7 @@ def measure(arms: list[EngineSpec], category: str, chosen: list[str], params, k:
     base = seen[arms[0]]["e2e_s"]
     out = []
     for spec in arms:
-        row = summarize_arm(spec, seen[spec], category, params, len(chosen) * repetitions, per_step)
+        row = summarize_arm(spec, seen[spec], category, params, per_step)
         pairs = seen[spec]["e2e_s"]
         gain = speedup_interval([base[key] / pairs[key] for key in pairs], [index for _, index in pairs])
         out.append(row | {"e2e_speedup": round(gain["speedup"], 3), "e2e_low": round(gain["low"], 3),
@@ -100,7 +100,7 @@ def measure(arms: list[EngineSpec], category: str, chosen: list[str], params, k:
     return out
 
 
-def summarize_arm(spec: EngineSpec, arm: dict, category: str, params, n_prompts: int, per_step: list) -> dict:
+def summarize_arm(spec: EngineSpec, arm: dict, category: str, params, per_step: list) -> dict:
     frame = pd.DataFrame(arm["rows"]).fillna(0.0)
     frame["prep_and_logits_ms"] = frame["execute_model_ms"] - frame["target_forward_ms"]
     frame["bookkeeping_ms"] = frame["sample_tokens_ms"] - frame["sampler_ms"] - frame.get("draft_ms", 0.0)
@@ -113,7 +113,8 @@ def summarize_arm(spec: EngineSpec, arm: dict, category: str, params, n_prompts:
     out |= {c: round(frame[c].mean(), 2) if c in frame else 0.0 for c in cols}
     # tokens per decode step: every request's tokens after the first (the prefill step writes one), over its decode
     # steps (each request's last step has no next start to time it, but it wrote tokens: it counts here)
-    out["tokens_per_step"] = round((arm["tokens"] - n_prompts) / (len(frame) + n_prompts), 3)
+    requests = len(arm["e2e_s"])  # one end-to-end time per request
+    out["tokens_per_step"] = round((arm["tokens"] - requests) / (len(frame) + requests), 3)
     out["acceptance_rate"] = round(arm["accepted"] / arm["drafts"], 3) if arm["drafts"] else None
     return out
 

@@ -2,7 +2,6 @@
 prompts with the deployment's own tokenizer and context, measures as notebook 07 does, and writes the report) it is
 tested in tests/test_serving_vllm.py, on the same two real servers as vLLM's benchmark client."""
 
-
 import pytest
 
 from helpers import decide, serving
