@@ -298,3 +298,17 @@ def shutdown_engine(spec: EngineSpec | None = None) -> None:
         finally:
             del llm
     gc.collect()
+    release_free_memory()
+
+
+def release_free_memory() -> None:
+    """Hand the heap that a shut-down engine freed back to the system (glibc's malloc_trim), so that a notebook
+    building engine after engine does not keep each one's freed weights and buffers as resident memory. A no-op
+    where the C library has no malloc_trim (not glibc)."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
