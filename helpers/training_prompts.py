@@ -141,10 +141,12 @@ def training_prompts(seed: int = 0, prompt_set: str = "base") -> list[tuple[str,
 
     ``base``: the set every draft learns from (drafts/manifest.json). ``extra``: more subjects and phrasings, none
     of them in ``base`` or ``data/prompts``, for the EAGLE-3 head (drafts/eagle3.json says which sets each head saw).
-    ``code``: Python, JavaScript and tests only (all structured), new subjects again."""
+    ``code``: Python, JavaScript and tests only (all structured), new subjects again. ``shapes``: the structured
+    shapes the head accepts least on the suite, on subjects of their own (all structured)."""
     structured, creative = {"base": (structured_prompts, creative_prompts),
                             "extra": (extra_structured_prompts, extra_creative_prompts),
-                            "code": (code_prompts, list)}[prompt_set]
+                            "code": (code_prompts, list),
+                            "shapes": (shapes_prompts, list)}[prompt_set]
     pairs = list(itertools.chain(
         (("structured", p) for p in structured()),
         (("creative", p) for p in creative()),
@@ -338,4 +340,168 @@ def code_prompts() -> list[str]:
     prompts += [f"Write a JavaScript function {spec}." for spec in CODE_FUNCTIONS]
     prompts += [f"Write pytest tests for a Python function {spec}." for spec in CODE_FUNCTIONS]
     prompts += [ask.format(name=name, methods=methods) for name, methods in CODE_CLASSES.items() for ask in CODE_CLASS_ASKS]
+    return prompts
+
+
+# The shapes set: the structured shapes the EAGLE-3 head still accepts least on 04's prompts (a Python function
+# returning "a list of the first n ..." numbers, a JSON record with typed keys, a SELECT with WHERE and ORDER BY, an
+# extraction into JSON), on subjects none of the other sets or the suite use: no Fibonacci-like sequence (Lucas,
+# Pell, tribonacci), no primes, books, cities, user profiles, employees, orders, invoices or stacks. Aimed at the
+# suite's weak prompts by shape, so read its gain there with that in mind (docs/measurements.md says which checks
+# were not aimed at).
+SHAPES_SEQUENCES = [
+    "cubes(n) that returns a list of the first n cube numbers",
+    "odds(n) that returns a list of the first n odd numbers",
+    "factorials(n) that returns a list of the first n factorials",
+    "multiples(k, n) that returns a list of the first n multiples of k",
+    "pentagonal(n) that returns a list of the first n pentagonal numbers",
+    "catalan(n) that returns a list of the first n Catalan numbers",
+    "powers_of_three(n) that returns a list of the first n powers of three",
+    "hexagonal(n) that returns a list of the first n hexagonal numbers",
+    "harmonic(n) that returns a list of the first n harmonic numbers",
+    "countdown(n) that returns a list of the numbers from n down to 1",
+    "alternating(n) that returns a list of n numbers alternating between 1 and -1",
+    "arithmetic(a, d, n) that returns a list of the first n terms of an arithmetic sequence",
+    "geometric(a, r, n) that returns a list of the first n terms of a geometric sequence",
+    "letters(n) that returns a list of the first n letters of the alphabet",
+    "squares_of_odds(n) that returns a list of the squares of the first n odd numbers",
+    "doubling(start, n) that returns a list of the first n values of start doubled again and again",
+    "running_totals(n) that returns a list of the sums 1, 1 + 2, 1 + 2 + 3, ... up to n terms",
+    "leap_years(start, n) that returns a list of the first n leap years from a start year",
+]
+SHAPES_PREDICATES = [
+    "is_even(n) that returns True if n is an even number and False otherwise",
+    "is_vowel(c) that returns True if a character is a vowel and False otherwise",
+    "is_armstrong(n) that returns True if n is an Armstrong number and False otherwise",
+    "is_perfect(n) that returns True if n is a perfect number and False otherwise",
+    "is_uppercase(s) that returns True if every letter of a string is uppercase and False otherwise",
+    "is_triangle(a, b, c) that returns True if three lengths can form a triangle and False otherwise",
+    "is_isogram(s) that returns True if no letter repeats in a word and False otherwise",
+    "is_digit_string(s) that returns True if a string contains only digits and False otherwise",
+    "is_weekend(day) that returns True if a day name is Saturday or Sunday and False otherwise",
+    "is_harshad(n) that returns True if n is divisible by the sum of its digits and False otherwise",
+    "is_balanced(s) that returns True if the brackets of a string are balanced and False otherwise",
+    "is_monotonic(lst) that returns True if a list never increases or never decreases and False otherwise",
+]
+SHAPES_CLASSES = {
+    "CircularQueue": "enqueue, dequeue, front and is_empty",
+    "MinHeap": "push, pop, peek and size",
+    "BoundedBuffer": "put, get, is_full and is_empty",
+    "History": "visit, back, forward and current",
+    "Wallet": "add_money, spend, balance and is_empty",
+    "Scoreboard": "add_points, leader, reset and scores",
+}
+SHAPES_CLASS_ASKS = [
+    "Write a Python class called {name} with methods {methods}.",
+    "Write a Python class {name} with the methods {methods}.",
+]
+SHAPES_RECORDS = {  # entity: (typed keys, the example)
+    "customer account": ('"id" (integer), "name", "email", "is_verified" (boolean) and "tags" (list)',
+                         "Omar Haddad, id 7, tagged vip and newsletter"),
+    "team member": ('"id" (integer), "name", "team", "is_remote" (boolean) and "skills" (list)',
+                    "Kenji Mori, id 15, in the data team, remote, knows Python and SQL"),
+    "library member": ('"member_id" (integer), "name", "email", "has_overdue" (boolean) and "loans" (list)',
+                       "Grace Obi, member 301, with two loans"),
+    "device": ('"id" (integer), "hostname", "ip", "is_online" (boolean) and "services" (list)',
+               "the server web-01 at 10.0.0.5 running nginx and ssh"),
+    "gym member": ('"id" (integer), "name", "plan", "is_active" (boolean) and "classes" (list)',
+                   "Lucia Romero, id 88, on the monthly plan, taking yoga and spinning"),
+    "course enrolment": ('"student_id" (integer), "course", "term", "is_passed" (boolean) and "grades" (list)',
+                         "student 5120 in Physics 1, spring term, grades 14, 16 and 12"),
+    "job posting": ('"id" (integer), "title", "company", "is_open" (boolean) and "requirements" (list)',
+                    "a backend developer job at Nordlys, id 3"),
+    "recipe card": ('"id" (integer), "name", "cuisine", "is_vegetarian" (boolean) and "ingredients" (list)',
+                    "a mushroom risotto, id 12"),
+    "support agent": ('"agent_id" (integer), "name", "email", "is_on_call" (boolean) and "languages" (list)',
+                      "Priya Nair, agent 9, who speaks English and Hindi"),
+    "vehicle": ('"id" (integer), "plate", "make", "is_electric" (boolean) and "drivers" (list)',
+                "a Renault Zoe with plate AB-123-CD, id 4"),
+    "newsletter subscriber": ('"id" (integer), "email", "country", "is_confirmed" (boolean) and "topics" (list)',
+                              "subscriber 2045 from Chile, interested in science and travel"),
+    "patient": ('"id" (integer), "name", "blood_type", "is_insured" (boolean) and "allergies" (list)',
+                "Tomasz Nowak, id 61, blood type A+, allergic to penicillin"),
+}
+SHAPES_RECORD_ASKS = [
+    "Write a JSON object for a {entity} with the keys {keys}. The {entity} is {example}.",
+    "Return only a JSON object for a {entity} with the keys {keys}, for {example}.",
+    "Create a JSON object describing a {entity} with the keys {keys}: {example}.",
+    "Output only JSON: a {entity} object with the keys {keys}. Use {example}.",
+]
+SHAPES_ARRAYS = [
+    ('"river", "continent" and "length_km"', "the Nile, the Amazon and the Danube"),
+    ('"mountain", "country" and "height_m"', "Everest, Kilimanjaro and Mont Blanc"),
+    ('"language", "creator" and "year"', "Python, Java and Rust"),
+    ('"planet", "moons" and "has_rings"', "Mercury, Venus and Neptune"),
+    ('"painter", "nationality" and "famous_work"', "Frida Kahlo, Claude Monet and Rembrandt"),
+    ('"instrument", "family" and "strings"', "a violin, a harp and a guitar"),
+    ('"team", "sport" and "founded"', "Ajax, the Chicago Bulls and the New York Yankees"),
+    ('"element", "symbol" and "atomic_number"', "hydrogen, iron and gold"),
+]
+SHAPES_EXTRACTIONS = [
+    ('"name", "date" and "total"', "Receipt from Ella Brown dated 2023-11-02 for a total of 84 euros."),
+    ('"sender", "date" and "subject"', "Email from Raj Patel sent on 2024-01-19 about the quarterly budget."),
+    ('"patient", "date" and "doctor"', "Appointment for Mia Chen on 2024-05-08 with Dr. Alvarez."),
+    ('"company", "date" and "amount"', "Payment to Acme Tools on 2023-09-30 of 1200 dollars."),
+    ('"product", "quantity" and "price"', "Purchase of 3 notebooks at 4.50 each."),
+    ('"flight", "date" and "seat"', "Boarding pass for flight KL1234 on 2024-07-14, seat 21C."),
+    ('"tenant", "start_date" and "rent"', "Lease signed by Sofia Rossi starting 2024-02-01 at 950 euros per month."),
+    ('"runner", "time" and "position"', "Race result: Amara Eze finished in 2:41:10, third place."),    ('"guest", "check_in" and "nights"', "Booking for Lars Berg, checking in on 2024-08-03 for 4 nights."),
+    ('"item", "date" and "cost"', "Repair of a washing machine on 2023-12-12 that cost 180 euros."),
+    ('"course", "date" and "score"', "Exam in Organic Chemistry taken on 2024-06-20 with a score of 17."),
+    ('"customer", "date" and "balance"', "Statement for Noor Aziz on 2024-03-31 showing a balance of 2,310 dollars."),
+]
+SHAPES_EXTRACTION_ASKS = [
+    "Extract the fields into JSON with the keys {keys}: {text}",
+    "Extract {keys} from this text and return JSON: {text}",
+]
+SHAPES_TABLES = {  # table: (columns to select, the filter column and value, the order column)
+    "teachers": ("name and subject", "years_experience is greater than 10", "years_experience"),
+    "apartments": ("address and rent", "rent is less than 1500", "rent"),
+    "athletes": ("name and country", "medals is greater than 2", "medals"),
+    "vehicles": ("plate and mileage", "mileage is greater than 100000", "mileage"),
+    "recipes": ("title and cook_minutes", "cook_minutes is less than 30", "cook_minutes"),
+    "servers": ("hostname and cpu_load", "cpu_load is greater than 0.8", "cpu_load"),
+    "donations": ("donor and amount", "amount is at least 100", "amount"),
+    "parcels": ("tracking_code and weight", "weight is greater than 20", "weight"),    "hotels": ("name and stars", "stars is at least 4", "stars"),
+    "loans": ("borrower and principal", "principal is greater than 25000", "principal"),
+    "flights_log": ("pilot and hours", "hours is greater than 500", "hours"),
+    "plants": ("species and height_cm", "height_cm is less than 50", "height_cm"),
+}
+SHAPES_SELECT_ASKS = [
+    "Write a SQL query that selects the {cols} of all rows in the table {table} whose {where}, ordered by {order} "
+    "descending.",
+    "Write a SQL query that returns the {cols} from {table} where {where}, sorted by {order} in ascending order.",
+    "Write a SQL query that lists the {cols} of the {table} whose {where}.",
+]
+SHAPES_GROUP_ASKS = [  # table: (the grouping column, the counted things)
+    ("enrollments", "course_id", "students"), ("rentals", "car_id", "rentals"), ("visits", "patient_id", "visits"),
+    ("bookings", "guest_id", "bookings"), ("tickets", "agent_id", "tickets"), ("reviews", "product_id", "reviews"),
+]
+SHAPES_CREATE = {
+    "rentals": "id (integer primary key), car_id (integer), daily_rate (decimal) and started_at (timestamp)",
+    "bookings": "id (integer primary key), guest_id (integer), nights (integer) and checked_in (boolean)",
+    "visits": "id (integer primary key), patient_id (integer), cost (decimal) and visited_on (date)",
+    "donations": "id (integer primary key), donor (text), amount (decimal) and given_at (timestamp)",
+    "parcels": "id (integer primary key), tracking_code (varchar(20)), weight (decimal) and sent_at (timestamp)",
+    "teachers": "id (integer primary key), name (text), subject (text) and hired_on (date)",
+}
+
+
+def shapes_prompts() -> list[str]:
+    prompts = [ask.format(spec=spec) for spec in SHAPES_SEQUENCES + SHAPES_PREDICATES for ask in CODE_PYTHON_ASKS]
+    prompts += [f"Write a JavaScript function {spec}." for spec in SHAPES_SEQUENCES]
+    prompts += [ask.format(name=name, methods=methods) for name, methods in SHAPES_CLASSES.items()
+                for ask in SHAPES_CLASS_ASKS]
+    prompts += [ask.format(entity=entity, keys=keys, example=example)
+                for entity, (keys, example) in SHAPES_RECORDS.items() for ask in SHAPES_RECORD_ASKS]
+    prompts += [f"Return only a JSON array of three objects, each with the keys {keys}, for {items}."
+                for keys, items in SHAPES_ARRAYS]
+    prompts += [ask.format(keys=keys, text=text) for keys, text in SHAPES_EXTRACTIONS for ask in SHAPES_EXTRACTION_ASKS]
+    prompts += [ask.format(cols=cols, table=table, where=where, order=order)
+                for table, (cols, where, order) in SHAPES_TABLES.items() for ask in SHAPES_SELECT_ASKS]
+    prompts += [f"Write a SQL query that counts the number of {things} per {column.removesuffix('_id')} in the table "
+                f"{table} and returns {column} and the count, for those with more than {n} {things}."
+                for (table, column, things), n in zip(SHAPES_GROUP_ASKS, (3, 5, 2, 4, 10, 8))]
+    prompts += [f"Write a SQL statement that creates a table called {table} with columns {cols}."
+                for table, cols in SHAPES_CREATE.items()]
     return prompts

@@ -18,6 +18,9 @@ answers for 5 epochs) into a CSV of their own. ``--analyse CSV --others CSV...``
 ln(optimizer steps) and in ln(training passes, sequences x epochs) on those heads, and says how many passes, and how
 many minutes of training at the best head's rate, the goal needs.
 
+``--prompts-file`` measures the heads on another file's structured prompts (``data/workloads/structured_check.jsonl``:
+8 prompts written before any head was measured on them, on shapes and subjects no training set was aimed at).
+
 Run: ``.venv/bin/python scripts/eagle3_data_curve.py`` (about 40 minutes on 2 cores at the default sizes).
 """
 
@@ -66,19 +69,20 @@ def train_subsets(sizes: list[int], epochs: int = 4, batch: int = 8, bf16: bool 
     return json.loads(manifest.read_text())
 
 
-def measure(heads: dict[str, str]) -> pd.DataFrame:
-    """Each head's per-prompt acceptance on the structured suite at T = 0 (one batched run per head)."""
+def measure(heads: dict[str, str], suite: Path | None = None) -> pd.DataFrame:
+    """Each head's per-prompt acceptance on the structured suite (or ``suite``'s structured prompts) at T = 0 (one
+    batched run per head)."""
     from helpers import profiles
     from helpers.engines import EngineSpec, shutdown_engine
     from helpers.sweeps import acceptance
-    from helpers.workloads import prompts
+    from helpers.workloads import SUITE, prompts
 
     cpu = profiles.get_profile("cpu")
     profiles.with_eagle_heads(cpu, heads, "cpu-data-curve")  # a profile like cpu whose heads are the ones measured here
     frames = []
     for name in heads:
         spec = EngineSpec("cpu-data-curve", "eagle3", k=cpu.k, draft=name)
-        frames.append(acceptance(spec, prompts("structured", N_PROMPTS), 0.0, MAX_TOKENS).assign(head=name))
+        frames.append(acceptance(spec, prompts("structured", N_PROMPTS, suite or SUITE), 0.0, MAX_TOKENS).assign(head=name))
         shutdown_engine(spec)
         print(f"{name}: {frames[-1]['tau'].mean():.2f} tokens per verify step", flush=True)
     return pd.concat(frames, ignore_index=True)
@@ -96,6 +100,9 @@ def main() -> None:
                         "(train_eagle3.py --bf16), written to a CSV of their own for --others")
     parser.add_argument("--sets", nargs="+", default=list(SETS), help="prompt sets the subsets learn from (not base "
                         "and extra: e.g. base extra code, written to a CSV of their own for --others)")
+    parser.add_argument("--prompts-file", type=Path, help="measure on this file's first 8 structured prompts instead "
+                        "of the suite's (e.g. data/workloads/structured_check.jsonl, prompts no training set was aimed "
+                        "at), written to a CSV of its own; heads already trained are measured, not trained again")
     parser.add_argument("--goal", type=float, default=2.0)
     parser.add_argument("--low", type=float, default=1.8)
     parser.add_argument("--analyse", type=Path, help="analyse a CSV this script wrote, without training or measuring")
@@ -120,7 +127,9 @@ def main() -> None:
     entries = {**{name: subsets[name] for name in (head_name(n, args.epochs, args.batch, args.bf16, sets) for n in args.sizes)},
                DEFAULT_EAGLE_HEAD: committed}
     paths = {name: str((OUT if name != DEFAULT_EAGLE_HEAD else DRAFTS_DIR) / e["dir"]) for name, e in entries.items()}
-    rows = measure(paths)
+    rows = measure(paths, args.prompts_file)
+    if args.prompts_file:
+        recipe += f"-on-{args.prompts_file.stem}"
     for column, key in {"sequences": "training_sequences", "epochs": "epochs", "batch": "batch",
                         "training_steps": "training_steps", "training_seconds": "training_seconds"}.items():
         rows[column] = rows["head"].map({name: e[key] for name, e in entries.items()})

@@ -1,9 +1,9 @@
 """Distil the `cpu` profile's drafts from the SmolLM2-135M-Instruct target, on the CPU.
 
 Stage 1 (``generate``): the target answers the template prompts of
-``helpers.training_prompts`` (the base set, then the extra and code sets only EAGLE-3 heads learn from) through vLLM
-(greedy, plus one sample at temperature 0.8),
-written to ``build/train/completions.jsonl``.
+``helpers.training_prompts`` (the base set, then the extra, code and shapes sets only EAGLE-3 heads learn from)
+through vLLM (greedy, plus one sample at temperature 0.8), written to ``build/train/completions.jsonl``; a set the
+file lacks is answered and appended (its other rows, and the features made from them, stay as they are).
 Stage 2 (``train``): for each depth, a draft is initialised from the target's first layers
 (embeddings, final norm and tied head shared and frozen) and trained to predict the target's
 next token (cross-entropy on the target's own answers). ``--soft`` distils the target's distribution instead (its
@@ -33,7 +33,7 @@ COMPLETIONS = WORK / "completions.jsonl"
 FEATURES = WORK / "eagle3_features.pt"
 SEED = 1234
 MAX_TOKENS = 192
-PROMPT_SETS = ("base", "extra", "code")
+PROMPT_SETS = ("base", "extra", "code", "shapes")
 
 
 def generate() -> None:
@@ -44,10 +44,16 @@ def generate() -> None:
     from helpers.training_prompts import training_prompts
 
     WORK.mkdir(parents=True, exist_ok=True)
+    done = {prompt_set(json.loads(line)) for line in COMPLETIONS.read_text().splitlines()} if COMPLETIONS.exists() else set()
+    missing = [s for s in PROMPT_SETS if s not in done]
+    if not missing:
+        COMPLETIONS.touch()  # up to date (make compares its time with helpers/training_prompts.py)
+        return
     llm = LLM(model=str(TARGET_DIR), **engine_kwargs(max_model_len=2048))
     rows = []
-    # the base set first, as it always was (the small drafts learn from it alone), then the extra and code sets
-    for set_name in PROMPT_SETS:
+    # the base set first, as it always was (the small drafts learn from it alone), then the others in PROMPT_SETS'
+    # order; a file made before a set existed keeps its rows, and the new set's answers are appended after them
+    for set_name in missing:
         pairs = training_prompts(SEED, set_name)
         messages = [[{"role": "user", "content": p}] for _, p in pairs]
         for temperature in (0.0, 0.8):
@@ -68,7 +74,7 @@ def generate() -> None:
     llm.llm_engine.engine_core.shutdown()
     del llm
     add_target_labels(rows)
-    with open(COMPLETIONS, "w") as handle:
+    with open(COMPLETIONS, "a") as handle:
         for row in rows:
             handle.write(json.dumps(row) + "\n")
 
@@ -109,7 +115,7 @@ def load_rows(prompt_sets: tuple[str, ...] = ("base",)) -> list[dict]:
     missing = set(prompt_sets) - {prompt_set(r) for r in rows}
     if missing:
         raise SystemExit(f"{COMPLETIONS} has no answers for the prompt set(s) {sorted(missing)}: it was made before "
-                         f"they existed; remove it and run `python scripts/train_drafts.py generate` again")
+                         f"they existed; `python scripts/train_drafts.py generate` appends them")
     return [r for r in rows if prompt_set(r) in prompt_sets]
 
 

@@ -5,7 +5,7 @@ the small drafts learn from, with the same held-out prompts).
 
 Stage 1 (``features``): one pass of the target (Hugging Face, float32) over every prompt + answer keeps its hidden
 states after layers 2, 15 and 27 (float16), its argmax next token and its top-20 log-probabilities at each
-position: ``build/train/eagle3_features.pt``.
+position: ``build/train/eagle3_features.pt`` (answers appended since it was made: theirs only, added after the others).
 Stage 2 (``train``): the head learns the target's next token from those features with a training-time test of
 ``--steps`` draft positions. ``--soft`` trains on the target's distribution (cross-entropy to its top-20
 probabilities, renormalised over the draft vocabulary) instead of its argmax: a calibrated head for sampled
@@ -29,7 +29,17 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from train_drafts import FEATURES, PROMPT_SETS, SEED, load_rows, prompt_set, rows_with_features, split_rows, update  # noqa: E402
+from train_drafts import (  # noqa: E402
+    COMPLETIONS,
+    FEATURES,
+    PROMPT_SETS,
+    SEED,
+    load_rows,
+    prompt_set,
+    rows_with_features,
+    split_rows,
+    update,
+)
 
 from helpers.eagle3 import AUX_LAYERS, Eagle3Head, choose_draft_vocab, target_to_draft  # noqa: E402
 from helpers.models import DRAFTS_DIR, EAGLE_MANIFEST, TARGET_DIR, sha256_of  # noqa: E402
@@ -40,10 +50,18 @@ TOP = 20
 def features() -> None:
     from transformers import AutoModelForCausalLM
 
-    target = AutoModelForCausalLM.from_pretrained(TARGET_DIR, dtype=torch.float32).eval()
     rows, out, start = load_rows(PROMPT_SETS), [], time.perf_counter()
+    if FEATURES.exists():  # the rows of a set appended since: their features only, after the others
+        out = torch.load(FEATURES)
+        if len(out) > len(rows) or any(len(f["argmax"]) != len(r["prompt_token_ids"]) + len(r["token_ids"])
+                                       for r, f in zip(rows, out)):
+            raise SystemExit(f"{FEATURES} was made from other answers than {COMPLETIONS}: remove it and run again")
+        if len(out) == len(rows):
+            FEATURES.touch()
+            return
+    target = AutoModelForCausalLM.from_pretrained(TARGET_DIR, dtype=torch.float32).eval()
     with torch.no_grad():
-        for n, row in enumerate(rows):
+        for n, row in enumerate(rows[len(out):], start=len(out)):
             ids = torch.tensor([row["prompt_token_ids"] + row["token_ids"]])
             result = target(input_ids=ids, output_hidden_states=True)
             logprobs = result.logits[0].log_softmax(-1)

@@ -1,4 +1,5 @@
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -16,11 +17,22 @@ def suite_prompts() -> set[str]:
 
 
 def test_the_sets_are_disjoint_from_each_other_and_from_the_suite():
-    base, extra, code = ({p for _, p in training_prompts(1, s)} for s in ("base", "extra", "code"))
-    assert base and extra and code and not base & extra and not (base | extra) & code
-    assert not (base | extra | code) & suite_prompts()
+    sets = {s: {p for _, p in training_prompts(1, s)} for s in ("base", "extra", "code", "shapes")}
+    seen: set[str] = set()
+    for prompts in sets.values():
+        assert prompts and not prompts & seen
+        seen |= prompts
+    assert not seen & suite_prompts()
     assert {c for c, _ in training_prompts(1, "extra")} == {"structured", "creative"}
-    assert {c for c, _ in training_prompts(1, "code")} == {"structured"}
+    assert {c for c, _ in training_prompts(1, "code")} == {c for c, _ in training_prompts(1, "shapes")} == {"structured"}
+
+
+def test_the_shapes_set_keeps_off_the_suites_subjects():
+    """Aimed at the suite's weak shapes, not at its answers: none of the suite's code, JSON or SQL subjects."""
+    shapes = " ".join(p for _, p in training_prompts(1, "shapes")).lower()
+    for subject in ("fibonacci", "lucas", "pell", "tribonacci", "primes?", "stack", "salary", "employees?", "invoice",
+                    "old man", "paris", "ana lopez", "orders", "user profile", "books?"):
+        assert not re.search(rf"\b{subject}\b", shapes), subject
 
 
 def test_rows_are_read_by_set(tmp_path, monkeypatch):
@@ -44,7 +56,8 @@ def test_soft_labels_come_from_the_features_at_the_answer_positions(tmp_path, mo
     rows = [{"prompt": "a", "temperature": 0.0, "set": "base", "prompt_token_ids": [1, 2, 3], "token_ids": [4, 5]},
             {"prompt": "a", "temperature": 0.8, "set": "base", "prompt_token_ids": [1, 2, 3], "token_ids": [6]},
             {"prompt": "b", "temperature": 0.0, "set": "extra", "prompt_token_ids": [1], "token_ids": [7, 8, 9]},
-            {"prompt": "c", "temperature": 0.0, "set": "code", "prompt_token_ids": [1, 2], "token_ids": [3]}]
+            {"prompt": "c", "temperature": 0.0, "set": "code", "prompt_token_ids": [1, 2], "token_ids": [3]},
+            {"prompt": "d", "temperature": 0.0, "set": "shapes", "prompt_token_ids": [1], "token_ids": [2]}]
     path = tmp_path / "completions.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     # the features of each sequence: top ids at position t are (10 t + the row's number), one per position
@@ -88,3 +101,45 @@ def test_the_soft_loss_is_cross_entropy_to_the_target_distribution():
     mixed, _ = train_drafts.hidden_to_loss(model, ids, mask, labels, loss_mask, half)
     other, _ = train_drafts.hidden_to_loss(model, ids, mask, torch.where(loss_mask, 9, labels), loss_mask)
     assert torch.allclose(mixed, (hard + other) / 2)
+
+
+def test_generate_answers_only_the_sets_the_file_lacks(tmp_path, monkeypatch):
+    import train_drafts
+
+    path = tmp_path / "completions.jsonl"
+    path.write_text("".join(json.dumps({"prompt": s, "set": s}) + "\n" for s in train_drafts.PROMPT_SETS))
+    monkeypatch.setattr(train_drafts, "COMPLETIONS", path)
+    monkeypatch.setattr(train_drafts, "WORK", tmp_path)
+    import vllm
+
+    def no_engine(*args, **kwargs):
+        raise AssertionError("every set is answered: no engine should start")
+
+    monkeypatch.setattr(vllm, "LLM", no_engine)
+    before = path.read_text()
+    train_drafts.generate()
+    assert path.read_text() == before
+    path.write_text(before.splitlines(keepends=True)[0])  # the base set only: the others are missing
+    with pytest.raises(AssertionError, match="no engine"):
+        train_drafts.generate()
+
+
+def test_features_are_appended_for_new_answers_only(tmp_path, monkeypatch):
+    import torch
+    import train_drafts
+    import train_eagle3
+
+    rows = [{"prompt": "a", "set": "base", "prompt_token_ids": [1, 2], "token_ids": [3]},
+            {"prompt": "b", "set": "base", "prompt_token_ids": [1], "token_ids": [4, 5]}]
+    path, feats = tmp_path / "completions.jsonl", tmp_path / "features.pt"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    monkeypatch.setattr(train_drafts, "COMPLETIONS", path)
+    monkeypatch.setattr(train_eagle3, "COMPLETIONS", path)
+    monkeypatch.setattr(train_eagle3, "FEATURES", feats)
+    monkeypatch.setattr(train_eagle3, "PROMPT_SETS", ("base",))
+    torch.save([{"argmax": torch.zeros(3)}, {"argmax": torch.zeros(3)}], feats)
+    train_eagle3.features()  # every row has its features: nothing to compute
+    assert len(torch.load(feats)) == 2
+    torch.save([{"argmax": torch.zeros(4)}], feats)  # made from another answer
+    with pytest.raises(SystemExit, match="other answers"):
+        train_eagle3.features()
