@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -19,6 +20,13 @@ class ServerError(RuntimeError):
 
 
 STOP_TIMEOUT_S = 30.0  # SIGTERM, then this long for a clean shutdown, then SIGKILL
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port nothing listens on now (the system's pick), for a server a test or the e2e run starts."""
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        return probe.getsockname()[1]
 
 
 def group_members(pgid: int) -> list[tuple[int, str]]:

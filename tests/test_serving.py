@@ -22,6 +22,7 @@ import pytest
 
 from helpers import bench, serving
 from helpers.metrics import SpecCounters
+from helpers.processes import free_port
 from helpers.profiles import get_profile
 from helpers.serving import PortInUseError, Server, ServerError
 
@@ -30,12 +31,6 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 STANDIN = FIXTURES / "standin_server.py"
 VLLM = Path(importlib.util.find_spec("vllm").submodule_search_locations[0])
 SERVE_PY = VLLM / "benchmarks" / "serve.py"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def standin(port, *flags):

@@ -6,7 +6,6 @@ vLLM's multiprocess engine (the kit's CPU correction loaded there), a port confl
 
 import json
 import math
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -14,16 +13,10 @@ from pathlib import Path
 import pytest
 
 from helpers import bench, decide, serving
+from helpers.processes import free_port
 from helpers.serving import PortInUseError, Server
 from helpers.workload_files import write_custom_dataset
 from helpers.workloads import prompts
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -11,7 +11,6 @@ import os
 import re
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -109,12 +108,6 @@ def log(message: str) -> None:
     print(f"[e2e {time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @dataclass
 class Lab:
     proc: subprocess.Popen
@@ -150,6 +143,8 @@ def start_lab(root: Path = ROOT, env: dict | None = None, timeout: float = 120) 
         path.write_text(json.dumps(settings))
     for sub in ("workspaces", "config", "runtime", "checkpoints"):
         (base / sub).mkdir()
+    from helpers.processes import free_port
+
     port, token = free_port(), secrets.token_hex(16)
     run_env = {**os.environ, **(env or {}), "SPECDEC_FAST": "1", "JUPYTER_CONFIG_DIR": str(base / "config"),
                "JUPYTER_RUNTIME_DIR": str(base / "runtime")}
