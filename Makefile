@@ -101,8 +101,8 @@ clean:
 # Re-train every committed draft from scratch on this machine: the same data, seeds, steps and learning rates as
 # drafts/manifest.json and drafts/eagle3.json record. Each stage is a checkpoint (a finished one is not redone; `rm -rf build/train` to
 # start over). Then the held-out agreement of each new draft is checked against the committed manifest (within
-# 2 points; identical weights are not expected). About 2.9 hours on 2 cores (the answers of the four prompt sets about 45 min,
-# the target's features 21 min, the kit's EAGLE-3 head 37 min, each other stage under 30): run it in the background.
+# 2 points; identical weights are not expected). About 3 hours on 2 cores (the answers of the four prompt sets about 40 min,
+# the target's features 26 min, the kit's EAGLE-3 head 37 min, each other stage under 30): run it in the background.
 TRAIN := build/train
 drafts: setup
 	$(MAKE) $(TRAIN)/completions.jsonl

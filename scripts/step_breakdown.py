@@ -74,7 +74,7 @@ def measure(arms: list[EngineSpec], category: str, chosen: list[str], params, k:
     engines.MAX_LIVE = max(engines.MAX_LIVE, len(arms))  # every arm's engine stays live between its turns
     for spec in arms:
         run(spec, chosen[:1], params)  # warm-up: the engine is built and its first request is not timed
-    seen = {spec: {"rows": [], "tokens": 0, "accepted": 0, "drafts": 0, "e2e_s": {}} for spec in arms}
+    seen = {spec: {"rows": [], "tokens": 0, "accepted": 0, "drafts": 0, "e2e_s": {}, "text": {}} for spec in arms}
     turn = 0
     for repetition in range(repetitions):
         for index, prompt in enumerate(chosen):
@@ -86,6 +86,7 @@ def measure(arms: list[EngineSpec], category: str, chosen: list[str], params, k:
                 arm["accepted"] += result["counters"].accepted
                 arm["drafts"] += result["counters"].draft_tokens
                 arm["e2e_s"][repetition, index] = request_timing(result["outputs"][0])["e2e_s"]
+                arm["text"][repetition, index] = list(result["outputs"][0].outputs[0].token_ids)
             turn += 1
     engines.shutdown_engine()
     base = seen[arms[0]]["e2e_s"]
@@ -94,9 +95,11 @@ def measure(arms: list[EngineSpec], category: str, chosen: list[str], params, k:
         row = summarize_arm(spec, seen[spec], category, params, per_step)
         pairs = seen[spec]["e2e_s"]
         gain = speedup_interval([base[key] / pairs[key] for key in pairs], [index for _, index in pairs])
+        # at T = 0 a lossless method writes the baseline's tokens (float32); in bfloat16 only up to numerics
+        same = sum(seen[arms[0]]["text"][key] == seen[spec]["text"][key] for key in pairs)
         out.append(row | {"e2e_speedup": round(gain["speedup"], 3), "e2e_low": round(gain["low"], 3),
                           "e2e_high": round(gain["high"], 3), "e2e_interval": gain["interval"],
-                          "repetitions": repetitions})
+                          "repetitions": repetitions, "requests_identical_to_baseline": f"{same} of {len(pairs)}"})
     return out
 
 
@@ -157,7 +160,7 @@ def main() -> None:
             table[f"tokens_per_step_for_{args.target:g}x"] = (args.target * table["step_cost_ratio"]).round(2)
             tables.append(table)
             print(markdown(table), flush=True)
-    table = pd.concat(tables, ignore_index=True)
+    table = pd.concat(tables, ignore_index=True).assign(dtype=profile.dtype)
     path = ROOT / "build" / "results" / "step_breakdown.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(path, index=False)
