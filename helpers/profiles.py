@@ -118,15 +118,15 @@ def dtype_note(profile: Profile) -> str:
 
 
 def _cpu_profile() -> Profile:
-    names = list(read_manifest()["drafts"]) or ["2l"]
+    names, dtype = list(read_manifest()["drafts"]) or ["2l"], _cpu_dtype()
     return Profile(
         name="cpu",
-        description="SmolLM2-135M-Instruct target with the kit's own distilled drafts, float32 on the CPU",
+        description=f"SmolLM2-135M-Instruct target with the kit's own distilled drafts, {dtype} on the CPU",
         target=str(TARGET_DIR),
         drafts={name: str(draft_dir(name)) for name in names},
         default_draft="2l" if "2l" in names else names[0],
         k=4,
-        dtype=_cpu_dtype(),
+        dtype=dtype,
         max_model_len=2048,
         device="cpu",
         engine_options={"enforce_eager": True},

@@ -87,6 +87,7 @@ def test_the_cpu_profiles_dtype_is_float32_unless_asked(monkeypatch):
     assert get_profile("cpu").dtype == "float32" and get_profile("cpu").exact_greedy
     monkeypatch.setenv("SPECDEC_CPU_DTYPE", "bfloat16")
     assert get_profile("cpu").dtype == "bfloat16" and not get_profile("cpu").exact_greedy
+    assert "bfloat16 on the CPU" in get_profile("cpu").description  # what labels and logs say it ran in
     monkeypatch.setenv("SPECDEC_CPU_DTYPE", "float16")
     with pytest.raises(ValueError, match="SPECDEC_CPU_DTYPE"):
         get_profile("cpu")
